@@ -1,0 +1,52 @@
+# Horseshoe build targets. `make test` is what CI runs (.ci/run).
+GO        ?= go
+BIN       ?= bin
+PKGS      := ./...
+STATICCHECK_VERSION ?= 2025.1.1
+
+.PHONY: all build test check bench bench-smoke demo fuzz fmt vet staticcheck clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/crawler ./cmd/crawler
+
+# The whole suite: unit tests, golden files, the end-to-end crawl of the real
+# corpus (../shared/corpus), the demo, and a smoke run of every benchmark.
+test:
+	$(GO) vet $(PKGS)
+	$(GO) test -count=1 -timeout 30m $(PKGS)
+	$(MAKE) bench-smoke
+
+bench-smoke:
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x $(PKGS)
+
+# Static checks and the race detector.
+check: fmt vet staticcheck
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+	$(MAKE) bench-smoke
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+staticcheck:
+	@command -v staticcheck >/dev/null 2>&1 || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	PATH="$$PATH:$$($(GO) env GOPATH)/bin" staticcheck $(PKGS)
+
+# Benchmarks with figures (see BENCHMARKS.md for how to read them).
+bench:
+	$(GO) test -count=1 -run '^$$' -bench . -benchmem -benchtime 2s $(PKGS)
+
+# Build, serve the demo web on loopback, crawl it, print the report.
+demo: build
+	./$(BIN)/crawler demo --web testdata/demo
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzCanonicalize -fuzztime 60s ./frontier/
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./parse/
+
+clean:
+	rm -rf $(BIN) crawl-data

@@ -1,0 +1,285 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/configs"
+	"github.com/horseshoe-crawler/horseshoe/crawl"
+	"github.com/horseshoe-crawler/horseshoe/dedup"
+	"github.com/horseshoe-crawler/horseshoe/export"
+	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
+	"github.com/horseshoe-crawler/horseshoe/report"
+	"github.com/horseshoe-crawler/horseshoe/storage"
+)
+
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}
+
+// openExisting opens a finished or stopped crawl's store.
+func openExisting(dir string) (*storage.DB, error) {
+	if dir == "" {
+		return nil, usagef("--data is required")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "MANIFEST")); err != nil {
+		return nil, usagef("%s holds no crawl (no Badger MANIFEST)", dir)
+	}
+	return storage.Open(dir, storage.Options{})
+}
+
+// output opens path for writing ("-" or "" is stdout).
+func output(path string, stdout io.Writer) (io.Writer, func() error, error) {
+	if path == "" || path == "-" {
+		return stdout, func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot write output: %w", err)
+	}
+	return f, f.Close, nil
+}
+
+func cmdExport(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("export", stderr)
+	data := fs.String("data", "./crawl-data", "data directory of a crawl")
+	format := fs.String("format", "jsonl", "jsonl or warc")
+	out := fs.String("out", "", "output file (- for stdout)")
+	all := fs.Bool("all", false, "jsonl: also write every non-unique page with its class")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *out == "" {
+		return usagef("--out is required")
+	}
+	switch *format {
+	case "jsonl":
+	case "warc":
+		return usagef("--format warc: the WARC writer is not part of this build yet; use --format jsonl")
+	default:
+		return usagef("--format must be jsonl or warc, got %q", *format)
+	}
+	db, err := openExisting(*data)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	w, closeOut, err := output(*out, stdout)
+	if err != nil {
+		return err
+	}
+	n, err := export.JSONL(w, db, export.JSONLOptions{All: *all})
+	if cerr := closeOut(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if *out != "-" {
+		fmt.Fprintf(stderr, "wrote %d records to %s\n", n, *out)
+	}
+	return nil
+}
+
+func cmdReport(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("report", stderr)
+	data := fs.String("data", "./crawl-data", "data directory of a crawl")
+	format := fs.String("format", "text", "text, json or html")
+	out := fs.String("out", "", "output file (default stdout)")
+	cfgPath := fs.String("config", "", "config file the crawl used (for the filter curve)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var write func(io.Writer, *report.Data) error
+	switch *format {
+	case "text":
+		write = report.WriteText
+	case "json":
+		write = report.WriteJSON
+	case "html":
+		write = report.WriteHTML
+	default:
+		return usagef("--format must be text, json or html, got %q", *format)
+	}
+	cfg, err := configs.Load(*cfgPath)
+	if err != nil {
+		return usageError{err}
+	}
+	db, err := openExisting(*data)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return writeReport(db, cfg, write, *out, stdout)
+}
+
+func writeReport(db *storage.DB, cfg configs.Config, write func(io.Writer, *report.Data) error, out string, stdout io.Writer) error {
+	name, curve, err := filterCurve(cfg)
+	if err != nil {
+		return err
+	}
+	d, err := crawl.ReportData(db, name, curve)
+	if err != nil {
+		return fmt.Errorf("cannot read crawl: %w", err)
+	}
+	w, closeOut, err := output(out, stdout)
+	if err != nil {
+		return err
+	}
+	err = write(w, d)
+	if cerr := closeOut(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// filterCurve returns the configured supershingle filter's description and
+// its match probability at J = 0.50, 0.51, ..., 1.00.
+func filterCurve(cfg configs.Config) (string, []report.CurvePoint, error) {
+	o := dedupOptions(cfg.Dedup)
+	det, err := dedup.New(o)
+	if err != nil {
+		return "", nil, usageError{err}
+	}
+	var js []float64
+	for i := 50; i <= 100; i++ {
+		js = append(js, float64(i)/100)
+	}
+	ps := det.Curve(js)
+	pts := make([]report.CurvePoint, len(js))
+	for i := range js {
+		pts[i] = report.CurvePoint{Jaccard: js[i], Probability: ps[i]}
+	}
+	k, s, r, bits := filterParams(cfg.Dedup)
+	return crawl.FilterName(cfg.Dedup.Filter, k, s, r, bits), pts, nil
+}
+
+func filterParams(d configs.Dedup) (k, s, r, bits int) {
+	switch d.Filter {
+	case "altavista":
+		return 6, 14, 2, 64
+	case "bing":
+		return 6, 5, 4, 16
+	}
+	return d.FilterK, d.FilterS, d.FilterR, d.FilterBits
+}
+
+func cmdDedup(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "curve" {
+		return usagef("usage: crawler dedup curve [--config FILE]")
+	}
+	fs := newFlagSet("dedup curve", stderr)
+	cfgPath := fs.String("config", "", "config file")
+	filter := fs.String("filter", "", "override dedup.filter (altavista, bing)")
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	cfg, err := configs.Load(*cfgPath)
+	if err != nil {
+		return usageError{err}
+	}
+	if *filter != "" {
+		cfg.Dedup.Filter = *filter
+		if err := cfg.Validate(); err != nil {
+			return usageError{err}
+		}
+	}
+	name, _, err := filterCurve(cfg)
+	if err != nil {
+		return err
+	}
+	det, err := dedup.New(dedupOptions(cfg.Dedup))
+	if err != nil {
+		return usageError{err}
+	}
+	js := []float64{0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.91, 0.92, 0.93, 0.94, 0.95, 0.96, 0.97, 0.98, 0.99, 1}
+	ps := det.Curve(js)
+	fmt.Fprintf(stdout, "P(match | Jaccard) for %s\n\n  Jaccard  P(match)\n", name)
+	for i := range js {
+		bar := strings.Repeat("#", int(ps[i]*40+0.5))
+		fmt.Fprintf(stdout, "  %7.2f  %8.4f  %s\n", js[i], ps[i], bar)
+	}
+	return nil
+}
+
+// cmdDemo serves the demo web shipped in testdata/demo on loopback, crawls it
+// and prints the report.
+func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("demo", stderr)
+	web := fs.String("web", "testdata/demo", "demo web directory (one sub-directory per loopback IP, SEEDS.txt)")
+	data := fs.String("data", "", "data directory (default: a new temporary directory)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	return runDemo(ctx, *web, *data, stdout, stderr)
+}
+
+func runDemo(ctx context.Context, webDir, dataDir string, stdout, stderr io.Writer) error {
+	seedLines, err := os.ReadFile(filepath.Join(webDir, "SEEDS.txt"))
+	if err != nil {
+		return usagef("demo web not found: %v (run from the repository root or pass --web)", err)
+	}
+	w, err := testweb.Start(webDir, testweb.Options{})
+	if err != nil {
+		return fmt.Errorf("cannot serve the demo web: %w", err)
+	}
+	defer w.Close()
+	var raw []string
+	for _, line := range strings.Split(string(seedLines), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && !strings.HasPrefix(f[0], "#") {
+			raw = append(raw, w.URL(f[0], f[1]))
+		}
+	}
+	seeds, err := canonicalSeeds(raw)
+	if err != nil {
+		return err
+	}
+	if dataDir == "" {
+		dataDir, err = os.MkdirTemp("", "horseshoe-demo-")
+		if err != nil {
+			return err
+		}
+	}
+	cfg := configs.Default()
+	cfg.Politeness.Delay = configs.Duration(50 * time.Millisecond)
+	fmt.Fprintf(stdout, "Serving the demo web on %s\nCrawling %d seeds politely (one request at a time per host)...\n\n",
+		strings.Join(w.Hosts(), ", "), len(seeds))
+	if err := runCrawl(ctx, cfg, dataDir, seeds, false, newLogger(stderr, true), stdout, false); err != nil {
+		return err
+	}
+	db, err := storage.Open(dataDir, storage.Options{})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	fmt.Fprintln(stdout)
+	if err := writeReport(db, cfg, report.WriteText, "", stdout); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nThe crawl is in %s. Try:\n  crawler report --data %s --format html --out report.html\n  crawler export --data %s --format jsonl --out pages.jsonl\n",
+		dataDir, dataDir, dataDir)
+	return nil
+}

@@ -1,0 +1,412 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/configs"
+	"github.com/horseshoe-crawler/horseshoe/crawl"
+	"github.com/horseshoe-crawler/horseshoe/dedup"
+	"github.com/horseshoe-crawler/horseshoe/fetch"
+	"github.com/horseshoe-crawler/horseshoe/frontier"
+	"github.com/horseshoe-crawler/horseshoe/mirror"
+	"github.com/horseshoe-crawler/horseshoe/parse"
+	"github.com/horseshoe-crawler/horseshoe/storage"
+)
+
+const version = "0.1.0"
+
+func defaultConfig() []byte { return configs.DefaultYAML() }
+
+// crawlFlags are the options of 'crawler crawl' that override the config.
+type crawlFlags struct {
+	config, data, seeds string
+	delay               time.Duration
+	maxPages, maxDepth  int
+	workers             int
+	allowPrivate        bool
+	quiet               bool
+	set                 map[string]bool
+}
+
+func parseCrawlFlags(args []string, stderr io.Writer) (*crawlFlags, []string, error) {
+	fs := flag.NewFlagSet("crawl", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cf := &crawlFlags{}
+	fs.StringVar(&cf.config, "config", "", "YAML config file (defaults: 'crawler config')")
+	fs.StringVar(&cf.data, "data", "./crawl-data", "data directory (Badger); an unfinished crawl there is resumed")
+	fs.StringVar(&cf.seeds, "seeds", "", "file with one seed URL per line (# comments)")
+	fs.DurationVar(&cf.delay, "delay", 0, "minimum delay between requests to one host (overrides politeness.delay)")
+	fs.IntVar(&cf.maxPages, "max-pages", 0, "stop after this many page requests (overrides crawl.max_pages)")
+	fs.IntVar(&cf.maxDepth, "max-depth", 0, "link hops from a seed (overrides crawl.max_depth)")
+	fs.IntVar(&cf.workers, "workers", 0, "concurrent fetches (overrides crawl.workers)")
+	fs.BoolVar(&cf.allowPrivate, "allow-private-networks", false, "allow loopback and private addresses")
+	fs.BoolVar(&cf.quiet, "quiet", false, "no progress output")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, nil, errHelp
+		}
+		return nil, nil, usageError{err}
+	}
+	cf.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { cf.set[f.Name] = true })
+	return cf, fs.Args(), nil
+}
+
+func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cf, rest, err := parseCrawlFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	cfg, err := configs.Load(cf.config)
+	if err != nil {
+		return usageError{err}
+	}
+	if cf.set["delay"] {
+		cfg.Politeness.Delay = configs.Duration(cf.delay)
+		if cfg.Politeness.MaxDelay < cfg.Politeness.Delay {
+			cfg.Politeness.MaxDelay = cfg.Politeness.Delay
+		}
+	}
+	if cf.set["max-pages"] {
+		cfg.Crawl.MaxPages = cf.maxPages
+	}
+	if cf.set["max-depth"] {
+		cfg.Crawl.MaxDepth = cf.maxDepth
+	}
+	if cf.set["workers"] {
+		cfg.Crawl.Workers = cf.workers
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError{fmt.Errorf("invalid options: %w", err)}
+	}
+	raw := rest
+	if cf.seeds != "" {
+		fromFile, err := readSeeds(cf.seeds)
+		if err != nil {
+			return usageError{err}
+		}
+		raw = append(raw, fromFile...)
+	}
+	seeds, err := canonicalSeeds(raw)
+	if err != nil {
+		return err
+	}
+	logger := newLogger(stderr, cf.quiet)
+	return runCrawl(ctx, cfg, cf.data, seeds, cf.allowPrivate, logger, stdout, !cf.quiet)
+}
+
+func readSeeds(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read seeds: %w", err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		out = append(out, line)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("cannot read seeds: %w", err)
+	}
+	return out, nil
+}
+
+func canonicalSeeds(raw []string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range raw {
+		u, err := url.Parse(r)
+		if err != nil || u.Scheme == "" || u.Host == "" {
+			return nil, usagef("bad seed URL %q: want an absolute http:// or https:// URL", r)
+		}
+		c, err := frontier.Canonicalize(r, nil)
+		if err != nil {
+			return nil, usagef("bad seed URL %q: %v", r, err)
+		}
+		if !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+func newLogger(w io.Writer, quiet bool) *slog.Logger {
+	level := slog.LevelInfo
+	if quiet {
+		level = slog.LevelWarn
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// allLocal reports whether every seed's host is a loopback or private address
+// (or localhost), in which case deny_private_networks is turned off.
+func allLocal(seeds []string) bool {
+	if len(seeds) == 0 {
+		return false
+	}
+	for _, s := range seeds {
+		u, err := url.Parse(s)
+		if err != nil {
+			return false
+		}
+		h := u.Hostname()
+		if h == "localhost" {
+			continue
+		}
+		a, err := netip.ParseAddr(h)
+		if err != nil || !(a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast()) {
+			return false
+		}
+	}
+	return true
+}
+
+// runCrawl runs (or resumes) a crawl in dataDir.
+func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []string, allowPrivate bool,
+	logger *slog.Logger, stdout io.Writer, progress bool) error {
+	db, err := storage.Open(dataDir, storage.Options{SyncWrites: cfg.Storage.SyncWrites, Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	stored, err := storedSeeds(db)
+	if err != nil {
+		return err
+	}
+	if len(seeds) == 0 {
+		if len(stored) == 0 {
+			return usagef("no seed URLs given (and %s holds no crawl to resume)", dataDir)
+		}
+		seeds = stored
+		logger.Info("resuming crawl", "data", dataDir, "seeds", len(seeds))
+	}
+	allSeeds := mergeSeeds(stored, seeds)
+	if err := db.PutMeta("seeds", []byte(strings.Join(allSeeds, "\n"))); err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	if _, err := db.GetMeta("started"); errors.Is(err, storage.ErrNotFound) {
+		if err := db.PutMeta("started", []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
+			return fmt.Errorf("storage: %w", err)
+		}
+	}
+
+	denyPrivate := cfg.Fetch.DenyPrivateNetworks && !allowPrivate
+	if denyPrivate && allLocal(allSeeds) {
+		denyPrivate = false
+		logger.Info("all seeds are on loopback or private addresses: deny_private_networks turned off")
+	}
+
+	fo := fetch.DefaultOptions()
+	fo.UserAgent = cfg.Fetch.UserAgent
+	fo.RobotsAgent = cfg.Fetch.RobotsAgent
+	fo.Timeout = cfg.Fetch.Timeout.D()
+	fo.MaxBodySize = cfg.Fetch.MaxBodySize
+	fo.MaxRedirects = cfg.Fetch.MaxRedirects
+	fo.DenyPrivate = denyPrivate
+	fo.NoFollowRedirects = true // the engine queues redirect targets as links
+	fetcher, err := fetch.New(fo, logger.With("system", "fetch"))
+	if err != nil {
+		return usageError{err}
+	}
+	defer fetcher.Close()
+	var robots crawl.RobotsSource
+	if cfg.Politeness.ObeyRobots {
+		robots = fetch.NewRobotsCache(fetcher, fetch.RobotsOptions{
+			TTL:           cfg.Politeness.RobotsTTL.D(),
+			RetryInterval: cfg.Politeness.RobotsRetry.D(),
+		}, db, nil)
+	}
+
+	det, err := dedup.New(dedupOptions(cfg.Dedup))
+	if err != nil {
+		return usageError{err}
+	}
+
+	fopts := frontier.Options{
+		Delay:           cfg.Politeness.Delay.D(),
+		AdaptiveFactor:  cfg.Politeness.AdaptiveFactor,
+		MaxDelay:        cfg.Politeness.MaxDelay.D(),
+		MaxPagesPerHost: cfg.Crawl.MaxPagesPerHost,
+		BackoffBase:     cfg.Politeness.BackoffBase.D(),
+		BackoffMax:      cfg.Politeness.BackoffMax.D(),
+		MaxFailures:     cfg.Politeness.MaxFailures,
+	}
+	if cfg.Crawl.MaxPages > 0 {
+		done, err := countFetched(db)
+		if err != nil {
+			return err
+		}
+		left := cfg.Crawl.MaxPages - done
+		if left <= 0 {
+			fmt.Fprintf(stdout, "page budget of %d already spent in %s; nothing to do\n", cfg.Crawl.MaxPages, dataDir)
+			return nil
+		}
+		fopts.MaxPages = left
+	}
+	fr, err := frontier.New(fopts, db, nil, logger.With("system", "frontier"))
+	if err != nil {
+		return err
+	}
+	scope, err := frontier.NewScope(frontier.ScopeOptions{
+		Mode: frontier.ScopeMode(cfg.Crawl.Scope), Allow: cfg.Crawl.Allow, Deny: cfg.Crawl.Deny,
+	}, allSeeds)
+	if err != nil {
+		return usageError{err}
+	}
+	every := 5 * time.Second
+	if !progress {
+		every = 0
+	}
+	eng := crawl.New(crawl.Options{
+		Workers:            cfg.Crawl.Workers,
+		MaxDepth:           cfg.Crawl.MaxDepth,
+		Scope:              scope,
+		Trap:               trapOptions(cfg.URLs),
+		FollowNofollow:     cfg.Crawl.FollowNofollow,
+		SkipDuplicateLinks: cfg.Crawl.SkipDuplicateLinks,
+		ObeyRobots:         cfg.Politeness.ObeyRobots,
+		RobotsAgent:        cfg.Fetch.RobotsAgent,
+		KeepRaw:            cfg.Storage.KeepRaw,
+		Parse:              parse.Options{URLTokens: cfg.Dedup.URLTokens, BotName: cfg.Fetch.RobotsAgent, MaxTokens: 1 << 20},
+		ProgressEvery:      every,
+		Mirror:             mirrorDetector(cfg),
+	}, db, fr, fetcher, robots, det, logger.With("system", "crawl"))
+	restored, err := eng.Restore()
+	if err != nil {
+		return fmt.Errorf("cannot rebuild the duplicate index: %w", err)
+	}
+	if restored > 0 {
+		logger.Info("duplicate index rebuilt", "pages", restored)
+	}
+	added, err := eng.Seed(seeds)
+	if err != nil {
+		return err
+	}
+	logger.Info("crawl starting", "data", dataDir, "seeds", len(seeds), "new_seeds", added,
+		"queued", fr.Stats().Queued, "workers", cfg.Crawl.Workers, "delay", cfg.Politeness.Delay.D())
+
+	soft, cancelSoft := context.WithCancel(ctx)
+	defer cancelSoft()
+	hard, cancelHard := context.WithCancel(ctx)
+	defer cancelHard()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case <-sigs:
+		case <-hard.Done():
+			return
+		}
+		logger.Warn("interrupted: finishing pages in flight (interrupt again to stop at once)")
+		cancelSoft()
+		select {
+		case <-sigs:
+		case <-hard.Done():
+			return
+		}
+		logger.Warn("stopping now")
+		cancelHard()
+	}()
+	start := time.Now()
+	if err := eng.Run(soft, hard); err != nil {
+		return err
+	}
+	st := fr.Stats()
+	fmt.Fprintf(stdout, "crawl %s in %s: %d requests, %d queued left, data in %s\n",
+		map[bool]string{true: "finished", false: "stopped"}[st.Queued == 0 && soft.Err() == nil],
+		time.Since(start).Round(time.Millisecond), eng.Requests(), st.Queued, dataDir)
+	for _, g := range fr.GiveUps() {
+		fmt.Fprintf(stdout, "gave up host %s: %s\n", g.Host, g.Reason)
+	}
+	return nil
+}
+
+func storedSeeds(db *storage.DB) ([]string, error) {
+	b, err := db.GetMeta("seeds")
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(b) == 0 {
+		return nil, nil
+	}
+	return strings.Split(string(b), "\n"), nil
+}
+
+func mergeSeeds(a, b []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range append(append([]string{}, a...), b...) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func countFetched(db *storage.DB) (int, error) {
+	n := 0
+	err := db.ForEachPage(func(p *storage.Page) error {
+		if p.Status != 0 || p.Class == storage.ClassError {
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
+func trapOptions(u configs.URLs) frontier.TrapOptions {
+	return frontier.TrapOptions{
+		MaxURLLength:       u.MaxLength,
+		MaxPathDepth:       u.MaxPathDepth,
+		MaxRepeatedSegment: u.MaxRepeatedSegment,
+		MaxQueryParams:     u.MaxQueryParams,
+	}
+}
+
+func dedupOptions(d configs.Dedup) dedup.Options {
+	o := dedup.DefaultOptions()
+	o.ShingleWords = d.ShingleWords
+	o.Samples = d.Samples
+	o.Filter = dedup.FilterOptions{Preset: d.Filter, K: d.FilterK, S: d.FilterS, R: d.FilterR, Bits: d.FilterBits}
+	o.Simhash = d.Simhash
+	o.SimhashK = d.SimhashK
+	o.SimhashIndex = d.SimhashIndex
+	o.Threshold = d.Threshold
+	return o
+}
+
+func mirrorDetector(cfg configs.Config) *mirror.Detector {
+	if !cfg.Mirror.Enabled {
+		return nil
+	}
+	return mirror.NewDetector(mirror.Options{
+		Sample:      cfg.Mirror.Sample,
+		MinScore:    cfg.Mirror.MinScore,
+		VerifyEvery: cfg.Mirror.VerifyEvery,
+	})
+}

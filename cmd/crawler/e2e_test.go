@@ -1,0 +1,277 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
+	"github.com/horseshoe-crawler/horseshoe/report"
+)
+
+// corpusRun is one crawl of the real corpus, shared by the tests that check it.
+type corpusRun struct {
+	web      *testweb.Web
+	manifest []testweb.ManifestEntry
+	seeds    []string
+	data     string
+	report   report.Data
+	elapsed  time.Duration
+	err      error
+}
+
+var (
+	corpusOnce sync.Once
+	corpus     *corpusRun
+)
+
+// crawlCorpus serves the real corpus (../shared/corpus) on its loopback
+// addresses, one server per address, and crawls every prefix of its MANIFEST
+// with delay 0, once per test binary.
+func crawlCorpus(t *testing.T) *corpusRun {
+	t.Helper()
+	corpusOnce.Do(func() {
+		corpus = &corpusRun{}
+		root, manifest, err := testweb.Corpus()
+		if err != nil {
+			corpus.err = err
+			return
+		}
+		corpus.manifest = manifest
+		web, err := testweb.Start(root, testweb.Options{})
+		if err != nil {
+			corpus.err = err
+			return
+		}
+		corpus.web = web
+		for _, m := range manifest {
+			corpus.seeds = append(corpus.seeds, web.URL(m.Host, m.Prefix))
+		}
+		dir, err := os.MkdirTemp("", "horseshoe-e2e-")
+		if err != nil {
+			corpus.err = err
+			return
+		}
+		corpus.data = filepath.Join(dir, "data")
+		args := append([]string{"crawl", "--data", corpus.data, "--delay", "0", "--workers", "8", "--quiet"}, corpus.seeds...)
+		var out, errOut bytes.Buffer
+		start := time.Now()
+		if err := run(context.Background(), args, &out, &errOut); err != nil {
+			corpus.err = fmt.Errorf("crawl: %v\n%s", err, errOut.String())
+			return
+		}
+		corpus.elapsed = time.Since(start)
+		jsonPath := filepath.Join(dir, "report.json")
+		if err := run(context.Background(), []string{"report", "--data", corpus.data, "--format", "json", "--out", jsonPath}, &out, &errOut); err != nil {
+			corpus.err = fmt.Errorf("report: %v\n%s", err, errOut.String())
+			return
+		}
+		b, err := os.ReadFile(jsonPath)
+		if err != nil {
+			corpus.err = err
+			return
+		}
+		corpus.err = json.Unmarshal(b, &corpus.report)
+	})
+	if errors.Is(corpus.err, testweb.ErrNoCorpus) {
+		t.Skipf("real corpus not available: %v", corpus.err)
+	}
+	if corpus.err != nil {
+		t.Fatal(corpus.err)
+	}
+	return corpus
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if corpus != nil {
+		if corpus.web != nil {
+			corpus.web.Close()
+		}
+		if corpus.data != "" {
+			os.RemoveAll(filepath.Dir(corpus.data))
+		}
+	}
+	os.Exit(code)
+}
+
+func pagesByURL(d *report.Data) map[string]report.Page {
+	m := make(map[string]report.Page, len(d.Pages))
+	for _, p := range d.Pages {
+		m[p.URL] = p
+	}
+	return m
+}
+
+func TestCorpusEveryseedFetchedAndNoURLTwice(t *testing.T) {
+	c := crawlCorpus(t)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	t.Logf("corpus crawl: %d pages, %d requests, %s, classes %v, Go heap sys %d MiB",
+		c.report.Stats.Pages, c.report.Stats.Requests, c.elapsed.Round(time.Millisecond), c.report.Stats.ByClass, ms.Sys>>20)
+	pages := pagesByURL(&c.report)
+	for _, s := range c.seeds {
+		p, ok := pages[s]
+		if !ok || p.Status != 200 {
+			t.Errorf("seed %s not fetched: %+v", s, p)
+		}
+	}
+	count := map[string]int{}
+	for _, r := range c.web.Requests() {
+		count[r.Host+" "+r.Method+" "+r.Path]++
+	}
+	for k, n := range count {
+		if n > 1 {
+			t.Errorf("%s requested %d times", k, n)
+		}
+	}
+	if len(count) != c.report.Stats.Requests {
+		t.Errorf("servers saw %d distinct requests, the report counts %d", len(count), c.report.Stats.Requests)
+	}
+}
+
+func TestCorpusClasses(t *testing.T) {
+	c := crawlCorpus(t)
+	var refUnique, refOther, apacheExact int
+	for _, p := range c.report.Pages {
+		if p.Host == "" {
+			continue
+		}
+		ip := strings.Split(p.Host, ":")[0]
+		switch {
+		case ip == "127.0.0.15" && p.Status == 200:
+			if p.Class == "unique" {
+				refUnique++
+			} else {
+				refOther++
+				t.Errorf("127.0.0.15 page %s classed %s (dup of %s, sim %.3f)", p.URL, p.Class, p.DuplicateOf, p.Similarity)
+			}
+		case ip == "127.0.0.7" && p.Class == "exact_duplicate":
+			apacheExact++
+		}
+	}
+	if refUnique < 15 {
+		t.Errorf("127.0.0.15: %d unique pages, want all 15 (plus its listing)", refUnique)
+	}
+	if apacheExact < 100 {
+		t.Errorf("127.0.0.7: %d exact duplicates, want at least 100", apacheExact)
+	}
+}
+
+// The four mirror pairs of the corpus README: whichever host's seed was
+// fetched second is a copy of the other's (or its host is reported as a
+// mirror), and the copy costs only a handful of wasted requests: fetches of
+// paths whose counterpart on the original was fetched too. Fetches of paths
+// the original lacks are not waste: they are how no content is lost.
+func TestCorpusMirrorPairs(t *testing.T) {
+	c := crawlCorpus(t)
+	pages := pagesByURL(&c.report)
+	pairs := []struct{ a, aPrefix, b, bPrefix string }{
+		{"127.0.0.2", "/docs/15/", "127.0.0.3", "/pgsql/15.18/"},
+		{"127.0.0.5", "/v2.55/", "127.0.0.6", "/latest/"},
+		{"127.0.0.8", "/", "127.0.0.9", "/"},
+		{"127.0.0.11", "/man/", "127.0.0.12", "/linux/man-pages/"},
+	}
+	for _, pr := range pairs {
+		sa, sb := c.web.URL(pr.a, pr.aPrefix), c.web.URL(pr.b, pr.bPrefix)
+		pa, pb := pages[sa], pages[sb]
+		type side struct{ ip, prefix, seed string }
+		first, second := side{pr.a, pr.aPrefix, sa}, side{pr.b, pr.bPrefix, sb}
+		switch {
+		case isDup(pb) && pb.DuplicateOf == sa:
+		case isDup(pa) && pa.DuplicateOf == sb:
+			first, second = second, first
+		case mirrorReported(&c.report, pr.a):
+			first, second = second, first
+		case mirrorReported(&c.report, pr.b):
+		default:
+			t.Errorf("%s vs %s: neither seed is a duplicate of the other (%s, %s) and no host is reported as a mirror",
+				sa, sb, pa.Class, pb.Class)
+			continue
+		}
+		sp := pages[second.seed]
+		wasted, total := 0, 0
+		for _, r := range c.web.RequestsTo(second.ip) {
+			total++
+			if !strings.HasPrefix(r.Path, second.prefix) || r.Path == second.prefix {
+				continue
+			}
+			cp := c.web.URL(first.ip, first.prefix+strings.TrimPrefix(r.Path, second.prefix))
+			if o, ok := pages[cp]; ok && o.Status == 200 {
+				wasted++
+			}
+		}
+		t.Logf("%s is the copy: seed %s dup_of=%s sim=%.3f method=%s; %d requests to it, %d for paths the original served",
+			second.ip, sp.Class, sp.DuplicateOf, sp.Similarity, sp.Method, total, wasted)
+		if wasted > 25 {
+			t.Errorf("%s: %d requests for pages its original already served; a mirror should cost only a handful", second.ip, wasted)
+		}
+	}
+	for _, m := range c.report.Mirrors {
+		t.Logf("mirror: %s%s -> %s%s compared %d matched %d saved %d", m.Host, m.Prefix, m.MirrorOf, m.OriginalPrefix,
+			m.PathsCompared, m.PathsMatched, m.RequestsSaved)
+	}
+	for _, m := range c.report.ReplicatedPrefixes {
+		t.Logf("replicated prefix: %s%s -> %s%s compared %d matched %d", m.Host, m.Prefix, m.MirrorOf, m.OriginalPrefix,
+			m.PathsCompared, m.PathsMatched)
+	}
+}
+
+func isDup(p report.Page) bool { return p.Class == "exact_duplicate" || p.Class == "near_duplicate" }
+
+func mirrorReported(d *report.Data, ip string) bool {
+	for _, m := range d.Mirrors {
+		if strings.Split(m.Host, ":")[0] == ip {
+			return true
+		}
+	}
+	return false
+}
+
+func TestCorpusJSONLExport(t *testing.T) {
+	c := crawlCorpus(t)
+	out := filepath.Join(t.TempDir(), "pages.jsonl")
+	var so, se bytes.Buffer
+	if err := run(context.Background(), []string{"export", "--data", c.data, "--format", "jsonl", "--out", out}, &so, &se); err != nil {
+		t.Fatalf("export: %v %s", err, se.String())
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	lines := 0
+	urls := map[string]bool{}
+	for sc.Scan() {
+		var r struct {
+			URL, Title, Text string
+			Status           int
+		}
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("line %d: %v", lines+1, err)
+		}
+		if r.URL == "" || r.Status != 200 || urls[r.URL] {
+			t.Errorf("bad or repeated record %q status %d", r.URL, r.Status)
+		}
+		urls[r.URL] = true
+		lines++
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := c.report.Stats.ByClass["unique"]; lines != want {
+		t.Errorf("JSONL has %d lines, the report counts %d unique pages", lines, want)
+	}
+}

@@ -1,0 +1,749 @@
+// Package crawl is the engine: it wires frontier, fetch, parse, dedup, mirror
+// and storage, owns the worker goroutines and shuts them down.
+//
+// One page flows: frontier lease -> robots.txt check -> fetch -> release the
+// host's politeness slot -> parse and sign (in the worker) -> commit (serial):
+// dedup decision, links to follow or skip, one storage transaction -> push the
+// new queue entries to the frontier -> finish the lease.
+//
+// Commits are serialized so that "is this page a duplicate" and "are its
+// links' counterparts known" are answered against a state in which every
+// earlier page's links are already queued.
+package crawl
+
+import (
+	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/dedup"
+	"github.com/horseshoe-crawler/horseshoe/fetch"
+	"github.com/horseshoe-crawler/horseshoe/frontier"
+	"github.com/horseshoe-crawler/horseshoe/mirror"
+	"github.com/horseshoe-crawler/horseshoe/parse"
+	"github.com/horseshoe-crawler/horseshoe/storage"
+)
+
+// Fetcher fetches one URL.
+type Fetcher interface {
+	Fetch(ctx context.Context, rawURL string) (*fetch.Result, error)
+}
+
+// RobotsSource answers robots.txt questions for a URL's host.
+type RobotsSource interface {
+	Get(ctx context.Context, u *url.URL) (*fetch.Robots, bool, error)
+}
+
+// Detector is the near-duplicate detector.
+type Detector interface {
+	Sign(tokens []string) *dedup.Signature
+	CheckAndAdd(id uint64, sig *dedup.Signature) dedup.Decision
+	Add(id uint64, sig *dedup.Signature)
+}
+
+// Options configures the engine.
+type Options struct {
+	Workers            int
+	MaxDepth           int
+	Scope              *frontier.Scope
+	Trap               frontier.TrapOptions
+	FollowNofollow     bool
+	SkipDuplicateLinks bool
+	ObeyRobots         bool
+	RobotsAgent        string
+	KeepRaw            bool
+	Parse              parse.Options
+	ProgressEvery      time.Duration    // slog progress lines (0 = off)
+	Mirror             *mirror.Detector // host-level mirror detection (nil = off)
+}
+
+// Engine runs a crawl over one store.
+type Engine struct {
+	o      Options
+	db     *storage.DB
+	fr     *frontier.Frontier
+	f      Fetcher
+	robots RobotsSource
+	det    Detector
+	logger *slog.Logger
+
+	commitMu sync.Mutex
+	requests atomic.Int64
+	pages    atomic.Int64
+	dups     atomic.Int64
+
+	hostMu    sync.Mutex
+	hostsSeen map[string]bool
+	capLogged map[string]bool
+
+	errMu    sync.Mutex
+	fatalErr error
+	cancel   context.CancelFunc
+}
+
+// New builds an engine. robots may be nil when robots.txt is not obeyed.
+func New(o Options, db *storage.DB, fr *frontier.Frontier, f Fetcher, robots RobotsSource, det Detector, logger *slog.Logger) *Engine {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Workers < 1 {
+		o.Workers = 1
+	}
+	e := &Engine{o: o, db: db, fr: fr, f: f, robots: robots, det: det, logger: logger,
+		hostsSeen: map[string]bool{}, capLogged: map[string]bool{}}
+	if b, err := db.GetMeta("requests"); err == nil {
+		var n int64
+		fmt.Sscan(string(b), &n)
+		e.requests.Store(n)
+	}
+	return e
+}
+
+// Restore rebuilds the dedup index from the signatures in the store, so a
+// resumed crawl still drops duplicates of pages fetched before.
+func (e *Engine) Restore() (int, error) {
+	n := 0
+	err := e.db.ForEachSignature(func(id uint64, b []byte) error {
+		var s dedup.Signature
+		if err := s.UnmarshalBinary(b); err != nil {
+			return fmt.Errorf("signature of page %d: %w", id, err)
+		}
+		e.det.Add(id, &s)
+		n++
+		return nil
+	})
+	if err != nil || e.o.Mirror == nil {
+		return n, err
+	}
+	var cands []mirror.Candidate
+	err = e.db.ForEachEvidence("mirror", func(_ string, v []byte) error {
+		var c mirror.Candidate
+		if err := json.Unmarshal(v, &c); err != nil {
+			return err
+		}
+		cands = append(cands, c)
+		return nil
+	})
+	if err != nil {
+		return n, fmt.Errorf("mirror evidence: %w", err)
+	}
+	return n, e.o.Mirror.Restore(cands)
+}
+
+// Seed queues the seed URLs (canonical) that were not seen before.
+func (e *Engine) Seed(seeds []string) (added int, err error) {
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	var items []frontier.Item
+	err = e.db.Update(func(tx *storage.Tx) error {
+		items = items[:0]
+		for _, s := range seeds {
+			it, ok, err := e.enqueue(tx, s, 0, "")
+			if err != nil {
+				return err
+			}
+			if ok {
+				items = append(items, it)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	e.push(items)
+	return len(items), nil
+}
+
+// Requests returns the number of HTTP requests sent so far (all runs).
+func (e *Engine) Requests() int64 { return e.requests.Load() }
+
+// Run crawls until the frontier is exhausted or ctx is cancelled. ctx stops
+// leasing new URLs (requests in flight finish); hard cancels requests in flight.
+func (e *Engine) Run(ctx, hard context.Context) error {
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	e.cancel = cancel
+	var wg sync.WaitGroup
+	if e.o.ProgressEvery > 0 {
+		wg.Add(1)
+		go func() { defer wg.Done(); e.progress(runCtx) }()
+	}
+	var workers sync.WaitGroup
+	for i := 0; i < e.o.Workers; i++ {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for {
+				it, err := e.fr.Next(runCtx)
+				if err != nil {
+					return
+				}
+				e.handle(hard, it)
+			}
+		}()
+	}
+	workers.Wait()
+	cancel()
+	wg.Wait()
+	if err := e.fatal(); err != nil {
+		return err
+	}
+	complete := ctx.Err() == nil && e.fr.Stats().Queued == 0
+	if err := e.db.PutMeta("complete", []byte(fmt.Sprint(complete))); err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	return e.db.PutMeta("finished", []byte(time.Now().UTC().Format(time.RFC3339Nano)))
+}
+
+func (e *Engine) setFatal(err error) {
+	e.errMu.Lock()
+	if e.fatalErr == nil {
+		e.fatalErr = err
+		e.logger.Error("stopping crawl", "err", err)
+		e.fr.Stop()
+		if e.cancel != nil {
+			e.cancel()
+		}
+	}
+	e.errMu.Unlock()
+}
+
+func (e *Engine) fatal() error {
+	e.errMu.Lock()
+	defer e.errMu.Unlock()
+	return e.fatalErr
+}
+
+func (e *Engine) progress(ctx context.Context) {
+	t := time.NewTicker(e.o.ProgressEvery)
+	defer t.Stop()
+	last, lastT := e.pages.Load(), time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			p := e.pages.Load()
+			st := e.fr.Stats()
+			rate := float64(p-last) / now.Sub(lastT).Seconds()
+			last, lastT = p, now
+			e.logger.Info("progress", "pages", p, "requests", e.requests.Load(), "queued", st.Queued,
+				"active", st.Active, "duplicates", e.dups.Load(), "pages_per_sec", fmt.Sprintf("%.1f", rate))
+		}
+	}
+}
+
+// handle processes one leased item to the end of its lease.
+func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
+	defer e.fr.Finish(it)
+	u, err := url.Parse(it.URL)
+	if err != nil {
+		e.fr.Release(it, frontier.Outcome{})
+		e.commit(it, &storage.Page{Class: storage.ClassError, Error: err.Error(), ErrorClass: "url"}, nil, nil)
+		return
+	}
+	if e.o.Mirror != nil && e.skipLeased(it) {
+		return
+	}
+	if e.o.ObeyRobots && e.robots != nil {
+		rules, fetched, err := e.robots.Get(ctx, u)
+		if err != nil { // cancelled
+			e.fr.Release(it, frontier.Outcome{Requeue: true})
+			return
+		}
+		if fetched {
+			e.requests.Add(1)
+		}
+		if d, ok := rules.CrawlDelay(e.o.RobotsAgent); ok {
+			if e.fr.SetCrawlDelay(it.Host, d) {
+				e.logCap(it.Host, d)
+			}
+		}
+		if fetched {
+			// robots.txt was a request to this host: wait for the
+			// politeness clock before the page itself.
+			e.fr.Release(it, frontier.Outcome{Requested: true, Requeue: true})
+			return
+		}
+		if !rules.Allowed(e.o.RobotsAgent, requestURI(u)) {
+			e.fr.Release(it, frontier.Outcome{})
+			reason := "disallowed by robots.txt"
+			if rules.Unavailable() {
+				reason = "robots.txt unavailable (5xx or unreachable): host disallowed until it recovers"
+			}
+			e.commit(it, &storage.Page{Class: storage.ClassRobotsDisallowed, Error: reason}, nil, nil)
+			return
+		}
+	}
+
+	start := time.Now()
+	res, ferr := e.f.Fetch(ctx, it.URL)
+	e.requests.Add(1)
+	out := frontier.Outcome{Requested: true, ResponseTime: time.Since(start)}
+	if res != nil {
+		out.Status, out.RetryAfter, out.ResponseTime = res.Status, res.RetryAfter, res.Duration
+	}
+	var fe *fetch.Error
+	if ferr != nil && errors.As(ferr, &fe) {
+		switch fe.Class {
+		case "dns", "connect", "timeout", "reset":
+			out.Failed = true
+		case "canceled":
+			e.fr.Release(it, frontier.Outcome{Requeue: true})
+			return
+		}
+	}
+	if ferr != nil && errors.Is(ferr, context.Canceled) {
+		e.fr.Release(it, frontier.Outcome{Requeue: true})
+		return
+	}
+	if e.fr.Release(it, out) {
+		return // 429/503: back in the queue after back-off
+	}
+	e.pages.Add(1)
+
+	p := &storage.Page{}
+	if res != nil {
+		fillFromResult(p, res)
+	}
+	if ferr != nil {
+		p.Class = storage.ClassError
+		p.Error = ferr.Error()
+		p.ErrorClass = "other"
+		if fe != nil {
+			p.ErrorClass = fe.Class
+		}
+		e.commit(it, p, nil, res)
+		return
+	}
+	switch {
+	case res.Status >= 300 && res.Status < 400:
+		p.Class = storage.ClassNotHTML
+		e.commit(it, p, nil, res)
+		return
+	case res.Status >= 400 || res.Status < 200:
+		p.Class = storage.ClassError
+		p.ErrorClass = "http"
+		p.Error = fmt.Sprintf("HTTP %d", res.Status)
+		e.commit(it, p, nil, res)
+		return
+	case !res.IsHTML:
+		p.Class = storage.ClassNotHTML
+		e.commit(it, p, nil, res)
+		return
+	}
+	base, _ := url.Parse(res.FinalURL)
+	if base == nil {
+		base = u
+	}
+	doc, err := parse.Parse(res.Body, base, e.o.Parse)
+	if err != nil {
+		p.Class = storage.ClassError
+		p.ErrorClass = "parse"
+		p.Error = err.Error()
+		e.commit(it, p, nil, res)
+		return
+	}
+	p.Title, p.Lang, p.Canonical = doc.Title, doc.Lang, doc.Canonical
+	p.NoIndex, p.NoFollow = doc.NoIndex, doc.NoFollow
+	if v := res.Header.Get("X-Robots-Tag"); v != "" {
+		ni, nf := parse.RobotsDirectives(v, e.o.RobotsAgent)
+		p.NoIndex = p.NoIndex || ni
+		p.NoFollow = p.NoFollow || nf
+	}
+	p.Words = len(doc.Tokens)
+	p.Links = len(doc.Links)
+	sig := e.det.Sign(doc.Tokens)
+	p.Simhash = sig.Simhash
+	if e.o.Mirror != nil && len(doc.Tokens) > 0 {
+		p.Shape = mirror.Shape(doc.Tokens)
+	}
+	e.commit(it, p, &pageContent{doc: doc, sig: sig}, res)
+}
+
+type pageContent struct {
+	doc *parse.Document
+	sig *dedup.Signature
+}
+
+func requestURI(u *url.URL) string {
+	s := u.EscapedPath()
+	if s == "" {
+		s = "/"
+	}
+	if u.RawQuery != "" {
+		s += "?" + u.RawQuery
+	}
+	return s
+}
+
+func (e *Engine) logCap(host string, d time.Duration) {
+	e.hostMu.Lock()
+	defer e.hostMu.Unlock()
+	if !e.capLogged[host] {
+		e.capLogged[host] = true
+		e.logger.Warn("Crawl-delay capped", "host", host, "requested", d)
+	}
+}
+
+func fillFromResult(p *storage.Page, r *fetch.Result) {
+	p.Status = r.Status
+	p.ContentType = r.ContentType
+	p.FetchedAt = r.FetchedAt
+	p.DurationMS = float64(r.Duration.Microseconds()) / 1000
+	p.RemoteIP = r.RemoteIP
+	p.Bytes = len(r.RawBody)
+	if r.FinalURL != "" && r.FinalURL != r.URL {
+		p.FinalURL = r.FinalURL
+		p.Redirects = r.Redirects
+	}
+	s256 := sha256.Sum256(r.RawBody)
+	p.SHA256 = hex.EncodeToString(s256[:])
+	s1 := sha1.Sum(r.RawBody)
+	p.SHA1 = base32.StdEncoding.EncodeToString(s1[:])
+}
+
+// commit records the page and the links it contributes in one transaction.
+func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res *fetch.Result) {
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	if e.fatal() != nil {
+		return
+	}
+	p.ID, p.URL, p.Host, p.Depth, p.Via = it.ID, it.URL, it.Host, it.Depth, it.Via
+	if p.FetchedAt.IsZero() {
+		p.FetchedAt = time.Now().UTC()
+	}
+	var decision dedup.Decision
+	if c != nil && c.sig.Words > 0 {
+		decision = e.det.CheckAndAdd(p.ID, c.sig)
+	}
+	var pushed []frontier.Item
+	var withdrawn []string
+	err := e.db.Update(func(tx *storage.Tx) error {
+		pushed = pushed[:0]
+		withdrawn = withdrawn[:0]
+		if c != nil {
+			switch decision.Class {
+			case dedup.Exact, dedup.Near:
+				p.Class = decision.Class.String()
+				p.OriginalID = decision.Original
+				p.Similarity = decision.Similarity
+				p.Method = decision.Method
+				if op, err := tx.GetPage(decision.Original); err == nil {
+					p.DuplicateOf = op.URL
+					if op.FinalURL != "" {
+						p.DuplicateOf = op.FinalURL
+					}
+				}
+			default:
+				p.Class = storage.ClassUnique
+			}
+			if e.o.Mirror != nil {
+				w, err := e.mirrorEvidence(tx, p)
+				if err != nil {
+					return err
+				}
+				withdrawn = append(withdrawn, w...)
+			}
+			items, err := e.links(tx, p, c.doc)
+			if err != nil {
+				return err
+			}
+			pushed = append(pushed, items...)
+			if err := tx.PutText(p.ID, c.doc.Text); err != nil {
+				return err
+			}
+			if p.Class == storage.ClassUnique && c.sig.Words > 0 {
+				b, err := c.sig.MarshalBinary()
+				if err != nil {
+					return err
+				}
+				if err := tx.PutSignature(p.ID, b); err != nil {
+					return err
+				}
+			}
+		}
+		if res != nil && p.Status >= 300 && p.Status < 400 {
+			if loc := res.Header.Get("Location"); loc != "" {
+				base, _ := url.Parse(it.URL)
+				if cu, err := frontier.Canonicalize(loc, base); err == nil {
+					item, ok, err := e.follow(tx, cu, it.Depth+1, it.URL)
+					if err != nil {
+						return err
+					}
+					if ok {
+						pushed = append(pushed, item)
+					}
+				}
+			}
+		}
+		// A URL whose fetch failed cannot stand in for the copies that were
+		// skipped in its favour: queue them after all.
+		failed := p.Class == storage.ClassError || p.Class == storage.ClassRobotsDisallowed ||
+			(p.Status >= 300 && p.Status < 400)
+		if failed {
+			deps, err := tx.TakeDependents(it.URL)
+			if err != nil {
+				return err
+			}
+			for _, d := range deps {
+				item, ok, err := e.requeueDependent(tx, d)
+				if err != nil {
+					return err
+				}
+				if ok {
+					pushed = append(pushed, item)
+				}
+			}
+		}
+		if res != nil && e.o.KeepRaw && len(res.RawBody) > 0 {
+			p.HasRaw = true
+			if err := tx.PutRaw(p.ID, rawRequest(res), rawResponse(res)); err != nil {
+				return err
+			}
+		}
+		if err := tx.PutPage(p); err != nil {
+			return err
+		}
+		if err := tx.DeleteQueue(it.Host, it.Seq); err != nil {
+			return err
+		}
+		return tx.PutMeta("requests", []byte(fmt.Sprint(e.requests.Load())))
+	})
+	if err != nil {
+		e.setFatal(fmt.Errorf("cannot record %s: %w", it.URL, err))
+		return
+	}
+	if p.Class == storage.ClassExact || p.Class == storage.ClassNear {
+		e.dups.Add(1)
+	}
+	e.push(pushed)
+	for _, key := range withdrawn {
+		e.requeueSkipped(key)
+	}
+}
+
+// links decides, for a parsed page, which of its links to queue and which to
+// skip as copies of URLs already known on the page's original.
+func (e *Engine) links(tx *storage.Tx, p *storage.Page, doc *parse.Document) ([]frontier.Item, error) {
+	if p.NoFollow || p.Depth >= e.o.MaxDepth {
+		return nil, nil
+	}
+	dup := p.Class == storage.ClassExact || p.Class == storage.ClassNear
+	var mapping mirror.Mapping
+	mapped := false
+	if dup && e.o.SkipDuplicateLinks && p.DuplicateOf != "" {
+		self := p.URL
+		if p.FinalURL != "" {
+			self = p.FinalURL
+		}
+		mapping, mapped = mirror.Infer(self, p.DuplicateOf)
+		if mapped && mapping.Identity() {
+			mapped = false
+		}
+	}
+	var out []frontier.Item
+	links := doc.Links
+	if doc.Refresh != "" {
+		links = append(links[:len(links):len(links)], parse.Link{URL: doc.Refresh, Tag: "meta"})
+	}
+	for _, l := range links {
+		if l.Nofollow && !e.o.FollowNofollow {
+			continue
+		}
+		cu, err := frontier.Canonicalize(l.URL, nil)
+		if err != nil {
+			continue
+		}
+		if e.o.Mirror != nil {
+			skipped, err := e.skipMirrorLink(tx, cu, p)
+			if err != nil {
+				return nil, err
+			}
+			if skipped {
+				continue
+			}
+		}
+		if dup && e.o.SkipDuplicateLinks {
+			if _, seen, err := tx.SeenID(cu); err != nil {
+				return nil, err
+			} else if seen {
+				continue
+			}
+			if !e.inScope(cu) {
+				continue
+			}
+			if mapped {
+				if cp, ok := mapping.Apply(cu); ok && cp != cu {
+					if cpID, seen, err := tx.SeenID(cp); err != nil {
+						return nil, err
+					} else if seen {
+						if err := e.skip(tx, cu, cp, cpID, p, p.Similarity); err != nil {
+							return nil, err
+						}
+						continue
+					}
+				}
+			}
+			// A duplicate's link with no known counterpart may lead to
+			// content the original does not have: follow it.
+		}
+		item, ok, err := e.follow(tx, cu, p.Depth+1, p.URL)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, item)
+		}
+	}
+	return out, nil
+}
+
+// skip records link as a copy of counterpart and registers it to be queued
+// if the counterpart's fetch fails.
+func (e *Engine) skip(tx *storage.Tx, link, counterpart string, cpID uint64, via *storage.Page, sim float64) error {
+	rec := &storage.Page{
+		URL: link, Host: frontier.HostKey(link), Depth: via.Depth + 1, Via: via.URL,
+		Class: storage.ClassMirrorSkipped, DuplicateOf: counterpart, OriginalID: cpID,
+		Method: "mirror", Similarity: sim, FetchedAt: time.Now().UTC(),
+	}
+	if err := tx.PutSkipped(rec); err != nil {
+		return err
+	}
+	return tx.AddDependent(counterpart, storage.Dependent{ID: cpID, URL: link, Depth: via.Depth + 1, Via: via.URL})
+}
+
+func (e *Engine) inScope(cu string) bool {
+	if e.o.Scope != nil && !e.o.Scope.InScope(cu) {
+		return false
+	}
+	return frontier.CheckTrap(cu, e.o.Trap) == nil
+}
+
+// follow queues cu if it is in scope, not a trap and not seen.
+func (e *Engine) follow(tx *storage.Tx, cu string, depth int, via string) (frontier.Item, bool, error) {
+	if !e.inScope(cu) {
+		return frontier.Item{}, false, nil
+	}
+	return e.enqueue(tx, cu, depth, via)
+}
+
+// enqueue marks cu seen and writes its queue entry, unless it was seen.
+func (e *Engine) enqueue(tx *storage.Tx, cu string, depth int, via string) (frontier.Item, bool, error) {
+	if _, seen, err := tx.SeenID(cu); err != nil || seen {
+		return frontier.Item{}, false, err
+	}
+	host := frontier.HostKey(cu)
+	it := frontier.Item{ID: tx.NewID(), URL: cu, Depth: depth, Via: via, Host: host, Seq: e.fr.Assign(host)}
+	if err := tx.MarkSeen(cu, it.ID); err != nil {
+		return it, false, err
+	}
+	if err := tx.PutQueue(it); err != nil {
+		return it, false, err
+	}
+	if err := tx.DeleteSkipped(cu); err != nil {
+		return it, false, err
+	}
+	return it, true, nil
+}
+
+// push hands committed queue entries to the frontier, first telling it which
+// IP each new host shares its politeness clock with.
+func (e *Engine) push(items []frontier.Item) {
+	for _, it := range items {
+		e.hostMu.Lock()
+		first := !e.hostsSeen[it.Host]
+		e.hostsSeen[it.Host] = true
+		e.hostMu.Unlock()
+		if first {
+			e.politeKey(it.Host)
+		}
+	}
+	e.fr.Push(items...)
+}
+
+// politeKey groups hosts by IP address. IP literals are grouped at once; names
+// are resolved in the background and grouped when the answer comes.
+func (e *Engine) politeKey(host string) {
+	h := host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		h = hh
+	}
+	h = strings.Trim(h, "[]")
+	if ip := net.ParseIP(h); ip != nil {
+		e.fr.SetPoliteKey(host, "ip:"+ip.String())
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		addrs, err := net.DefaultResolver.LookupIPAddr(ctx, h)
+		if err == nil && len(addrs) > 0 {
+			e.fr.SetPoliteKey(host, "ip:"+addrs[0].IP.String())
+		}
+	}()
+}
+
+func rawRequest(r *fetch.Result) []byte {
+	u, err := url.Parse(r.FinalURL)
+	if err != nil || r.FinalURL == "" {
+		u, _ = url.Parse(r.URL)
+	}
+	var b strings.Builder
+	target := "/"
+	if u != nil {
+		target = requestURI(u)
+	}
+	fmt.Fprintf(&b, "GET %s HTTP/1.1\r\n", target)
+	if u != nil {
+		fmt.Fprintf(&b, "Host: %s\r\n", u.Host)
+	}
+	for k, vs := range r.RequestHeader {
+		if strings.EqualFold(k, "Host") {
+			continue
+		}
+		for _, v := range vs {
+			fmt.Fprintf(&b, "%s: %s\r\n", k, v)
+		}
+	}
+	b.WriteString("\r\n")
+	return []byte(b.String())
+}
+
+func rawResponse(r *fetch.Result) []byte {
+	var b strings.Builder
+	proto := r.Proto
+	if proto == "" {
+		proto = "HTTP/1.1"
+	}
+	fmt.Fprintf(&b, "%s %d %s\r\n", proto, r.Status, http.StatusText(r.Status))
+	for k, vs := range r.Header {
+		// The body is stored decoded: drop headers that describe the
+		// transfer rather than the payload.
+		if strings.EqualFold(k, "Content-Encoding") || strings.EqualFold(k, "Transfer-Encoding") || strings.EqualFold(k, "Content-Length") {
+			continue
+		}
+		for _, v := range vs {
+			fmt.Fprintf(&b, "%s: %s\r\n", k, v)
+		}
+	}
+	fmt.Fprintf(&b, "Content-Length: %d\r\n\r\n", len(r.RawBody))
+	out := make([]byte, 0, b.Len()+len(r.RawBody))
+	out = append(out, b.String()...)
+	return append(out, r.RawBody...)
+}

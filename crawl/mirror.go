@@ -1,0 +1,246 @@
+package crawl
+
+import (
+	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/frontier"
+	"github.com/horseshoe-crawler/horseshoe/mirror"
+	"github.com/horseshoe-crawler/horseshoe/storage"
+)
+
+// Mirror handling. The pure mirror.Detector holds candidates (prefix
+// mappings proposed by duplicate pairs) and decisions; the engine feeds it
+// comparisons of paths fetched on both sides, and acts on its decisions:
+// a URL on a decided mirror whose counterpart on the original is known is
+// recorded as mirror_skipped instead of fetched, and queued after all if the
+// counterpart fails. One in VerifyEvery such URLs is fetched anyway to keep
+// checking; a verification stream that stops matching withdraws the decision
+// and queues the skipped URLs again.
+
+// failedRecord reports whether a fetched page cannot stand in for its copies.
+func failedRecord(p *storage.Page) bool {
+	return p.Class == storage.ClassError || p.Class == storage.ClassRobotsDisallowed ||
+		(p.Status >= 300 && p.Status < 400)
+}
+
+// counterpartUsable reports whether counterpart cp is known (queued or
+// fetched) and has not failed.
+func counterpartUsable(tx *storage.Tx, cp string) (uint64, bool, error) {
+	id, seen, err := tx.SeenID(cp)
+	if err != nil || !seen {
+		return 0, false, err
+	}
+	rec, err := tx.GetPage(id)
+	if err == nil && failedRecord(rec) {
+		return id, false, nil
+	}
+	if err != nil && err != storage.ErrNotFound {
+		return 0, false, err
+	}
+	return id, true, nil
+}
+
+// skipLeased records a leased URL on a decided mirror as mirror_skipped,
+// without a request, when its counterpart is usable. It reports whether it
+// did (the lease is then released).
+func (e *Engine) skipLeased(it *frontier.Item) bool {
+	key, cp, ok := e.o.Mirror.SkipTarget(it.URL)
+	if !ok {
+		return false
+	}
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	if e.fatal() != nil {
+		e.fr.Release(it, frontier.Outcome{Requeue: true})
+		return true
+	}
+	skipped := false
+	err := e.db.Update(func(tx *storage.Tx) error {
+		skipped = false
+		cpID, usable, err := counterpartUsable(tx, cp)
+		if err != nil || !usable || !e.o.Mirror.Skip(key) {
+			return err
+		}
+		rec := &storage.Page{
+			ID: it.ID, URL: it.URL, Host: it.Host, Depth: it.Depth, Via: it.Via,
+			Class: storage.ClassMirrorSkipped, DuplicateOf: cp, OriginalID: cpID, Method: "mirror",
+			FetchedAt: time.Now().UTC(),
+		}
+		if err := tx.PutPage(rec); err != nil {
+			return err
+		}
+		if err := tx.DeleteQueue(it.Host, it.Seq); err != nil {
+			return err
+		}
+		if err := tx.AddDependent(cp, storage.Dependent{ID: it.ID, URL: it.URL, Depth: it.Depth, Via: it.Via, Seen: true}); err != nil {
+			return err
+		}
+		skipped = true
+		return e.saveCandidate(tx, key)
+	})
+	if err != nil {
+		e.setFatal(err)
+		e.fr.Release(it, frontier.Outcome{Requeue: true})
+		return true
+	}
+	if skipped {
+		e.fr.Release(it, frontier.Outcome{})
+	}
+	return skipped
+}
+
+// skipMirrorLink records a newly found link on a decided mirror as
+// mirror_skipped instead of queueing it, when its counterpart is usable.
+func (e *Engine) skipMirrorLink(tx *storage.Tx, cu string, via *storage.Page) (bool, error) {
+	key, cp, ok := e.o.Mirror.SkipTarget(cu)
+	if !ok {
+		return false, nil
+	}
+	if _, seen, err := tx.SeenID(cu); err != nil || seen {
+		return false, err
+	}
+	if !e.inScope(cu) {
+		return false, nil
+	}
+	cpID, usable, err := counterpartUsable(tx, cp)
+	if err != nil || !usable || !e.o.Mirror.Skip(key) {
+		return false, err
+	}
+	if err := e.skip(tx, cu, cp, cpID, via, 0); err != nil {
+		return false, err
+	}
+	return true, e.saveCandidate(tx, key)
+}
+
+// mirrorEvidence proposes candidates from a duplicate pair and compares the
+// page with its counterparts under every candidate that were fetched before.
+// It returns the keys of decisions withdrawn by the comparison.
+func (e *Engine) mirrorEvidence(tx *storage.Tx, p *storage.Page) ([]string, error) {
+	det := e.o.Mirror
+	if (p.Class == storage.ClassExact || p.Class == storage.ClassNear) && p.DuplicateOf != "" {
+		if key := det.Propose(p.URL, p.DuplicateOf); key != "" {
+			if err := e.saveCandidate(tx, key); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var withdrawn []string
+	for _, cp := range det.Counterparts(p.URL) {
+		id, seen, err := tx.SeenID(cp.URL)
+		if err != nil {
+			return nil, err
+		}
+		if !seen {
+			continue
+		}
+		rec, err := tx.GetPage(id)
+		if err == storage.ErrNotFound {
+			continue // queued: compared when it is fetched
+		}
+		if err != nil {
+			return nil, err
+		}
+		if rec.Status != 200 || rec.Shape == 0 || !isContent(rec.Class) {
+			continue
+		}
+		match := rec.Shape == p.Shape || sameCluster(p, rec)
+		switch det.Compare(cp.Key, match) {
+		case mirror.DecidedNow:
+			c, _ := det.Candidate(cp.Key)
+			m := c.MirrorMapping()
+			kind := "mirror"
+			if c.SameHost() {
+				kind = "replicated prefix"
+			}
+			e.logger.Info(kind+" detected", "copy", m.FromOrigin+m.FromPrefix, "original", m.ToOrigin+m.ToPrefix,
+				"compared", c.Compared, "matched", c.Matched)
+		case mirror.WithdrawnNow:
+			e.logger.Warn("mirror decision withdrawn: verification stopped matching", "candidate", cp.Key)
+			withdrawn = append(withdrawn, cp.Key)
+		}
+		if err := e.saveCandidate(tx, cp.Key); err != nil {
+			return nil, err
+		}
+	}
+	det.Observe(p.URL)
+	return withdrawn, nil
+}
+
+func isContent(class string) bool {
+	return class == storage.ClassUnique || class == storage.ClassExact || class == storage.ClassNear
+}
+
+// sameCluster reports whether two pages were found to be copies of one page.
+func sameCluster(a, b *storage.Page) bool {
+	return a.OriginalID == b.ID || b.OriginalID == a.ID || (a.OriginalID != 0 && a.OriginalID == b.OriginalID)
+}
+
+func (e *Engine) saveCandidate(tx *storage.Tx, key string) error {
+	c, ok := e.o.Mirror.Candidate(key)
+	if !ok {
+		return nil
+	}
+	return tx.PutEvidence("mirror", key, c)
+}
+
+// requeueDependent queues a URL that was skipped in favour of a counterpart
+// that has now failed.
+func (e *Engine) requeueDependent(tx *storage.Tx, d storage.Dependent) (frontier.Item, bool, error) {
+	if !d.Seen {
+		return e.enqueue(tx, d.URL, d.Depth, d.Via)
+	}
+	rec, err := tx.GetPage(d.ID)
+	if err != nil || rec.Class != storage.ClassMirrorSkipped {
+		return frontier.Item{}, false, nil // fetched meanwhile
+	}
+	host := frontier.HostKey(d.URL)
+	it := frontier.Item{ID: d.ID, URL: d.URL, Depth: d.Depth, Via: d.Via, Host: host, Seq: e.fr.Assign(host)}
+	return it, true, tx.PutQueue(it)
+}
+
+// requeueSkipped queues again every URL skipped under a withdrawn decision.
+// Called with commitMu held.
+func (e *Engine) requeueSkipped(key string) {
+	c, ok := e.o.Mirror.Candidate(key)
+	if !ok {
+		return
+	}
+	m := c.MirrorMapping()
+	var deps []storage.Dependent
+	collect := func(p *storage.Page) error {
+		if p.Class == storage.ClassMirrorSkipped && p.Method == "mirror" {
+			if _, under := m.Apply(p.URL); under {
+				deps = append(deps, storage.Dependent{ID: p.ID, URL: p.URL, Depth: p.Depth, Via: p.Via, Seen: p.ID != 0})
+			}
+		}
+		return nil
+	}
+	if err := e.db.ForEachSkipped(collect); err != nil {
+		e.setFatal(err)
+		return
+	}
+	if err := e.db.ForEachPage(collect); err != nil {
+		e.setFatal(err)
+		return
+	}
+	var items []frontier.Item
+	err := e.db.Update(func(tx *storage.Tx) error {
+		items = items[:0]
+		for _, d := range deps {
+			it, ok, err := e.requeueDependent(tx, d)
+			if err != nil {
+				return err
+			}
+			if ok {
+				items = append(items, it)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		e.setFatal(err)
+		return
+	}
+	e.logger.Info("queued skipped URLs again", "count", len(items), "mirror", m.FromOrigin+m.FromPrefix)
+	e.push(items)
+}

@@ -1,0 +1,99 @@
+package crawl
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/mirror"
+	"github.com/horseshoe-crawler/horseshoe/report"
+	"github.com/horseshoe-crawler/horseshoe/storage"
+)
+
+// ReportData reads a crawl's store into the report model. filter describes
+// the configured supershingle filter and curve is its P(match|J).
+func ReportData(db *storage.DB, filter string, curve []report.CurvePoint) (*report.Data, error) {
+	d := &report.Data{
+		Mirrors:            []report.Mirror{},
+		ReplicatedPrefixes: []report.Mirror{},
+		Filter:             filter,
+		Curve:              curve,
+	}
+	d.Stats.ByClass = map[string]int{}
+	for _, c := range storage.Classes {
+		d.Stats.ByClass[c] = 0
+	}
+	hosts := map[string]bool{}
+	add := func(p *storage.Page) {
+		d.Pages = append(d.Pages, report.Page{
+			URL: p.URL, Host: p.Host, Status: p.Status, ContentType: p.ContentType, Title: p.Title,
+			Class: p.Class, DuplicateOf: p.DuplicateOf, Similarity: p.Similarity, Method: p.Method,
+			Depth: p.Depth, FetchedAt: p.FetchedAt, Error: p.Error,
+		})
+		d.Stats.ByClass[p.Class]++
+		hosts[p.Host] = true
+	}
+	if err := db.ForEachPage(func(p *storage.Page) error { add(p); return nil }); err != nil {
+		return nil, err
+	}
+	if err := db.ForEachSkipped(func(p *storage.Page) error { add(p); return nil }); err != nil {
+		return nil, err
+	}
+	sort.SliceStable(d.Pages, func(i, j int) bool { return d.Pages[i].FetchedAt.Before(d.Pages[j].FetchedAt) })
+	d.Stats.Pages = len(d.Pages)
+	d.Stats.Hosts = len(hosts)
+	err := db.ForEachEvidence("mirror", func(_ string, v []byte) error {
+		var c mirror.Candidate
+		if err := json.Unmarshal(v, &c); err != nil {
+			return err
+		}
+		if !c.Decided {
+			return nil
+		}
+		m := c.MirrorMapping()
+		row := report.Mirror{
+			Host: hostOf(m.FromOrigin), Prefix: m.FromPrefix, MirrorOf: hostOf(m.ToOrigin), OriginalPrefix: m.ToPrefix,
+			PathsCompared: c.Compared + c.Verified, PathsMatched: c.Matched + c.VerifyMatched, RequestsSaved: c.Skipped,
+		}
+		if row.PathsCompared > 0 {
+			row.Score = float64(row.PathsMatched) / float64(row.PathsCompared)
+		}
+		if c.SameHost() {
+			d.ReplicatedPrefixes = append(d.ReplicatedPrefixes, row)
+		} else {
+			d.Mirrors = append(d.Mirrors, row)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mirror evidence: %w", err)
+	}
+	if b, err := db.GetMeta("requests"); err == nil {
+		d.Stats.Requests, _ = strconv.Atoi(string(b))
+	}
+	if b, err := db.GetMeta("started"); err == nil {
+		d.Stats.Started, _ = time.Parse(time.RFC3339Nano, string(b))
+	}
+	if b, err := db.GetMeta("finished"); err == nil {
+		d.Stats.Finished, _ = time.Parse(time.RFC3339Nano, string(b))
+	}
+	if b, err := db.GetMeta("complete"); err == nil {
+		d.Stats.Complete = string(b) == "true"
+	}
+	return d, nil
+}
+
+// FilterName describes a supershingle filter for reports.
+func FilterName(preset string, k, s, r, bits int) string {
+	return fmt.Sprintf("%s: %d supershingles of %d samples (%d-bit), match if >= %d agree", preset, k, s, bits, r)
+}
+
+func hostOf(origin string) string {
+	if i := strings.Index(origin, "://"); i >= 0 {
+		return origin[i+3:]
+	}
+	return origin
+}

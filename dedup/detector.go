@@ -1,0 +1,351 @@
+// Package dedup finds exact and near-duplicate pages, after the methods of the
+// seeds: Manasse's "On the Efficient Determination of Most Near Neighbors"
+// (looped shingles, Rabin fingerprints, min-hash sketches, supershingles),
+// Broder's filter design P(k,s,r), and Sood & Loguinov's probabilistic simhash
+// matching.
+//
+// A page is a normalized token stream (parse.Tokenize). Sign turns it into a
+// Signature: the Rabin fingerprint of the whole stream (exact duplicates), the
+// looped w-word shingles' min-hash sketch, its supershingles, and a Charikar
+// simhash. CheckAndAdd finds candidates through the exact fingerprint, the
+// supershingle subset keys and a simhash index (PSM or BPHS), verifies them
+// with the Jaccard similarity estimated from the stored sketches, and indexes
+// the page when it is new. Everything is online, in memory, and pure: the
+// crawl engine persists signatures and rebuilds the index with Add.
+package dedup
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"sync"
+)
+
+// Class is the outcome of a duplicate check.
+type Class uint8
+
+// Classes.
+const (
+	Unique Class = iota
+	Exact
+	Near
+)
+
+// String returns "unique", "exact_duplicate" or "near_duplicate".
+func (c Class) String() string {
+	switch c {
+	case Unique:
+		return "unique"
+	case Exact:
+		return "exact_duplicate"
+	case Near:
+		return "near_duplicate"
+	}
+	return fmt.Sprintf("class(%d)", uint8(c))
+}
+
+// Methods that find a duplicate.
+const (
+	MethodExact        = "exact"
+	MethodSupershingle = "supershingle"
+	MethodSimhash      = "simhash"
+)
+
+// Decision is the outcome of CheckAndAdd.
+type Decision struct {
+	Class      Class   // Unique, Exact, Near
+	Original   uint64  // doc id of the page this one duplicates (0 if Unique)
+	Similarity float64 // 1 for exact, estimated Jaccard for near
+	Method     string  // "exact", "supershingle", "simhash" (the index that produced the verified candidate)
+}
+
+// Detector indexes signatures and decides duplicates. It is safe for concurrent use.
+type Detector struct {
+	opt    Options
+	filter FilterOptions
+	sg     *signer
+	combos [][]uint8
+
+	mu       sync.Mutex
+	ids      []uint64          // slot -> doc id
+	sketches []uint64          // slot*Samples .. : min-hash samples for verification
+	exact    map[uint64]uint32 // exact fingerprint -> slot
+	super    *hindex           // packed: top 32 bits of a subset key | slot
+	sim      SimhashIndex      // nil when Simhash is off
+	cands    []uint32          // scratch, under mu
+	sink     uint64            // keeps the staged bucket loads of superCandidates
+}
+
+// New returns an empty Detector for o (zero fields take their defaults).
+func New(o Options) (*Detector, error) {
+	o = o.WithDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("dedup: invalid options: %w", err)
+	}
+	f := o.Filter.Resolved()
+	d := &Detector{
+		opt:    o,
+		filter: f,
+		sg:     newSigner(o),
+		combos: combinations(f.K, f.R),
+		exact:  make(map[uint64]uint32),
+		super:  newHindex(true, 2, 26),
+	}
+	if o.Simhash {
+		if o.SimhashIndex == IndexBPHS {
+			d.sim = NewBPHS(o.BPHSBlocks, o.BPHSHeader)
+		} else {
+			d.sim = NewPSM(o.PSMBudget, o.PSMSigma)
+		}
+	}
+	return d, nil
+}
+
+// Options returns the options in effect (defaults filled in).
+func (d *Detector) Options() Options { return d.opt }
+
+// Sign computes the signature of a normalized token stream (from
+// parse.Tokenize). It is pure and safe for concurrent use.
+func (d *Detector) Sign(tokens []string) *Signature { return d.sg.sign(tokens) }
+
+// Shingles appends to dst the fingerprints of the len(tokens) looped shingles
+// of tokens, in order and with repeats; their set is what the sketches sample.
+func (d *Detector) Shingles(tokens []string, dst []uint64) []uint64 {
+	n := len(tokens)
+	if n == 0 {
+		return dst
+	}
+	u := make([]uint64, n+d.sg.w-1)
+	d.sg.tokens(tokens, u)
+	for i := n; i < len(u); i++ {
+		u[i] = u[(i-n)%n]
+	}
+	start := len(dst)
+	dst = append(dst, make([]uint64, n)...)
+	d.sg.shingles(u, dst[start:])
+	return dst
+}
+
+// PayloadDigest is the SHA-256 digest of a raw payload, for exact duplicates
+// before parsing (WARC payload digests use SHA-1; the crawl engine may add it).
+func PayloadDigest(body []byte) [32]byte { return sha256.Sum256(body) }
+
+// Len returns the number of indexed pages.
+func (d *Detector) Len() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.ids)
+}
+
+// Curve returns P(k,s,r)(J) for the configured filter at each Jaccard value.
+func (d *Detector) Curve(js []float64) []float64 {
+	out := make([]float64, len(js))
+	for i, j := range js {
+		out[i] = FilterProbability(d.filter.K, d.filter.S, d.filter.R, j)
+	}
+	return out
+}
+
+// Similarity estimates the Jaccard similarity of two signatures' shingle sets:
+// the fraction of equal min-hash samples.
+func Similarity(a, b *Signature) float64 {
+	if len(a.Sketch) != len(b.Sketch) || len(a.Sketch) == 0 {
+		return 0
+	}
+	return float64(equalSamples(a.Sketch, b.Sketch)) / float64(len(a.Sketch))
+}
+
+func equalSamples(a, b []uint64) int {
+	b = b[:len(a)]
+	n := 0
+	for i, v := range a {
+		if v == b[i] {
+			n++
+		}
+	}
+	return n
+}
+
+// usable reports whether sig was made with this detector's sketch shape.
+func (d *Detector) usable(sig *Signature) bool {
+	return len(sig.Sketch) == d.opt.Samples && len(sig.Super) == d.filter.K
+}
+
+// CheckAndAdd decides whether sig duplicates an indexed page and, if it is
+// Unique, indexes it under id, atomically: of two concurrent calls with
+// identical pages exactly one is Unique. Duplicates are not indexed (the
+// representative stays the first page). Pages with Words == 0 are never
+// duplicates and are not indexed.
+func (d *Detector) CheckAndAdd(id uint64, sig *Signature) Decision {
+	if sig == nil || sig.Words == 0 {
+		return Decision{Class: Unique}
+	}
+	var keys [maxCombinations]uint64
+	ok := d.usable(sig)
+	if ok {
+		d.keys(sig, keys[:len(d.combos)])
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if slot, hit := d.exact[sig.Exact]; hit {
+		return Decision{Class: Exact, Original: d.ids[slot], Similarity: 1, Method: MethodExact}
+	}
+	if ok {
+		if dec, found := d.near(sig, keys[:len(d.combos)]); found {
+			return dec
+		}
+	}
+	d.addLocked(id, sig, ok, keys[:len(d.combos)])
+	return Decision{Class: Unique}
+}
+
+// Add indexes sig under id without checking (used to rebuild the index from
+// storage after a restart). Pages with Words == 0 are ignored.
+func (d *Detector) Add(id uint64, sig *Signature) {
+	if sig == nil || sig.Words == 0 {
+		return
+	}
+	var keys [maxCombinations]uint64
+	ok := d.usable(sig)
+	if ok {
+		d.keys(sig, keys[:len(d.combos)])
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.addLocked(id, sig, ok, keys[:len(d.combos)])
+}
+
+func (d *Detector) keys(sig *Signature, keys []uint64) {
+	for c, idx := range d.combos {
+		keys[c] = comboKey(c, idx, sig.Super)
+	}
+}
+
+func (d *Detector) addLocked(id uint64, sig *Signature, usable bool, keys []uint64) {
+	slot := uint32(len(d.ids))
+	d.ids = append(d.ids, id)
+	if _, dup := d.exact[sig.Exact]; !dup {
+		d.exact[sig.Exact] = slot
+	}
+	if !usable {
+		// A sketch of another shape is indexed by its exact fingerprint only;
+		// no key points at this slot, so its zero sketch is never compared.
+		d.sketches = append(d.sketches, make([]uint64, d.opt.Samples)...)
+		return
+	}
+	d.sketches = append(d.sketches, sig.Sketch...)
+	for _, k := range keys {
+		d.super.insert(k&^0xffffffff|uint64(slot), 0)
+	}
+	if d.sim != nil {
+		d.sim.Add(sig.Simhash, slot)
+	}
+}
+
+// near looks for a verified near-duplicate, supershingle candidates first.
+func (d *Detector) near(sig *Signature, keys []uint64) (Decision, bool) {
+	d.cands = d.cands[:0]
+	limit := d.opt.MaxCandidates
+	d.superCandidates(keys, func(slot uint32) bool {
+		d.addCand(slot)
+		return len(d.cands) < limit
+	})
+	if dec, ok := d.verify(sig, MethodSupershingle); ok {
+		return dec, true
+	}
+	if d.sim == nil {
+		return Decision{}, false
+	}
+	d.cands = d.cands[:0]
+	d.sim.Search(sig.Simhash, &sig.Margins, d.opt.SimhashK, func(slot uint32) bool {
+		d.addCand(slot)
+		return len(d.cands) < limit
+	})
+	return d.verify(sig, MethodSimhash)
+}
+
+// superCandidates calls fn with the slot of every indexed key equal to one of
+// keys (on 32 bits), until fn returns false. The lookups are staged (all
+// offsets, then all buckets) so that their cache misses overlap.
+func (d *Detector) superCandidates(keys []uint64, fn func(slot uint32) bool) {
+	h := d.super
+	var lo, hi [maxCombinations]uint32
+	for i, k := range keys {
+		hd := h.header(k)
+		lo[i], hi[i] = h.off[hd], h.off[hd+1]
+	}
+	var touch uint64
+	for i := range keys {
+		if lo[i] < hi[i] {
+			touch += h.vals[lo[i]]
+		}
+	}
+	d.sink += touch
+	for i, k := range keys {
+		tag := k >> 32
+		for _, v := range h.vals[lo[i]:hi[i]] {
+			if v>>32 == tag && !fn(uint32(v)) {
+				return
+			}
+		}
+		for j := h.deltaHead(h.header(k)); j >= 0; j = h.dnext[j] {
+			if v := h.dvals[j]; v>>32 == tag && !fn(uint32(v)) {
+				return
+			}
+		}
+	}
+}
+
+func (d *Detector) addCand(slot uint32) {
+	for _, c := range d.cands {
+		if c == slot {
+			return
+		}
+	}
+	d.cands = append(d.cands, slot)
+}
+
+// verify returns the candidate with the highest estimated Jaccard, if it
+// reaches the threshold (ties go to the earliest indexed page).
+func (d *Detector) verify(sig *Signature, method string) (Decision, bool) {
+	s := d.opt.Samples
+	best, bestSlot := -1, uint32(0)
+	for _, c := range d.cands {
+		eq := equalSamples(sig.Sketch, d.sketches[int(c)*s:int(c+1)*s])
+		if eq > best || (eq == best && c < bestSlot) {
+			best, bestSlot = eq, c
+		}
+	}
+	if best < 0 {
+		return Decision{}, false
+	}
+	j := float64(best) / float64(s)
+	if j < d.opt.Threshold {
+		return Decision{}, false
+	}
+	return Decision{Class: Near, Original: d.ids[bestSlot], Similarity: j, Method: method}, true
+}
+
+// IndexStats describes the memory the index holds.
+type IndexStats struct {
+	Pages             int
+	SupershingleBytes int64 // subset-key index
+	SimhashBytes      int64 // simhash index
+	SketchBytes       int64 // sketches kept for verification
+	ExactEntries      int
+}
+
+// Stats reports the index's size.
+func (d *Detector) Stats() IndexStats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := IndexStats{
+		Pages:             len(d.ids),
+		SupershingleBytes: d.super.memoryBytes(),
+		SketchBytes:       int64(cap(d.sketches))*8 + int64(cap(d.ids))*8,
+		ExactEntries:      len(d.exact),
+	}
+	if d.sim != nil {
+		st.SimhashBytes = d.sim.MemoryBytes()
+	}
+	return st
+}

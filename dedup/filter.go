@@ -1,0 +1,75 @@
+package dedup
+
+import "math"
+
+// binomial returns C(n, k) as a float64.
+func binomial(n, k int) float64 {
+	if k < 0 || k > n {
+		return 0
+	}
+	if k > n-k {
+		k = n - k
+	}
+	c := 1.0
+	for i := 1; i <= k; i++ {
+		c = c * float64(n-k+i) / float64(i)
+	}
+	return c
+}
+
+// FilterProbability is Broder's P(k,s,r)(j): the probability that at least r of
+// k supershingles of s min-hash samples each agree for two sets of Jaccard
+// similarity j. It ignores fingerprint collisions.
+func FilterProbability(k, s, r int, j float64) float64 {
+	if k < 1 || s < 1 || r < 0 || r > k || math.IsNaN(j) {
+		return 0
+	}
+	j = math.Min(math.Max(j, 0), 1)
+	p := math.Pow(j, float64(s))
+	sum := 0.0
+	for i := r; i <= k; i++ {
+		sum += binomial(k, i) * math.Pow(p, float64(i)) * math.Pow(1-p, float64(k-i))
+	}
+	return math.Min(sum, 1)
+}
+
+// combinations returns every r-subset of {0..k-1} in lexicographic order.
+func combinations(k, r int) [][]uint8 {
+	var out [][]uint8
+	cur := make([]uint8, r)
+	var rec func(start, depth int)
+	rec = func(start, depth int) {
+		if depth == r {
+			out = append(out, append([]uint8(nil), cur...))
+			return
+		}
+		for i := start; i <= k-(r-depth); i++ {
+			cur[depth] = uint8(i)
+			rec(i+1, depth+1)
+		}
+	}
+	rec(0, 0)
+	return out
+}
+
+// comboKey is the index key of one subset of supershingles: a hash of the
+// subset's number and its supershingle values (for r = 2 with 64-bit values,
+// AltaVista's "new hash value computed from the two 64-bit values").
+func comboKey(combo int, idx []uint8, super []uint64) uint64 {
+	h := uint64(combo+1) * 0x9e3779b97f4a7c15
+	for _, i := range idx {
+		h = (h ^ super[i]) * 0xff51afd7ed558ccd
+		h ^= h >> 29
+	}
+	return mix64(h)
+}
+
+// mix64 is the splitmix64 finalizer, a bijection on uint64.
+func mix64(z uint64) uint64 {
+	z ^= z >> 30
+	z *= 0xbf58476d1ce4e5b9
+	z ^= z >> 27
+	z *= 0x94d049bb133111eb
+	z ^= z >> 31
+	return z
+}

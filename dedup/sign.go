@@ -1,0 +1,331 @@
+package dedup
+
+import (
+	"math"
+	"math/bits"
+	"sync"
+)
+
+// Separator is the byte that follows every token in the normalized stream:
+// the stream of tokens t1..tn is the byte string "t1 t2 ... tn ".
+const Separator = ' '
+
+// Signature is everything the detector keeps of one page.
+type Signature struct {
+	Exact   uint64   // Rabin fingerprint (PolyText) of the whole normalized token stream
+	Words   int      // number of tokens (= number of looped shingles)
+	Sketch  []uint64 // min-hash samples (len Samples)
+	Super   []uint64 // supershingles (len K); 16-bit values zero-extended for bing
+	Simhash uint64   // 64-bit Charikar simhash over the shingles
+	// Margins holds |W_j|/sqrt(n) of every simhash bit j in 1/32 units (capped at
+	// 255): small margins are volatile bits, the order PSM flips them in.
+	Margins [64]uint8
+}
+
+// signer computes signatures. It is immutable after newSigner.
+type signer struct {
+	w, samples int
+	k, s, bits int
+	tf         bool
+
+	text, shingle, super *Rabin
+	e0                   uint64    // PolyShingle Empty
+	out                  *mulTable // multiplication by X^(w+1), X = x^64 (slides a token out)
+	slideConst           uint64    // e0*X^(w+1) ^ e0*X^w
+
+	prefSeed, prefMul []uint64 // per 8-sample word: prefix hash (x ^ seed) * mul
+	tailSeed          []uint64 // per sample: tie-break hash mix64(x ^ seed)
+
+	pool sync.Pool // *signBuf
+}
+
+type signBuf struct {
+	tok   []uint64 // per-token fingerprints, looped: len n+w-1
+	xs    []uint64 // mixed shingle fingerprints, one per shingle
+	uniq  []uint64 // distinct shingles
+	table []uint64 // open addressing set for uniq
+}
+
+func newSigner(o Options) *signer {
+	f := o.Filter.Resolved()
+	sg := &signer{
+		w: o.ShingleWords, samples: o.Samples,
+		k: f.K, s: f.S, bits: f.Bits,
+		tf:      o.SimhashWeight == WeightTF,
+		text:    NewRabin(PolyText),
+		shingle: NewRabin(PolyShingle),
+		super:   NewRabin(PolySuper),
+	}
+	sh := sg.shingle
+	sg.e0 = sh.Empty()
+	xw := sh.Pow(64 * uint64(sg.w))
+	xw1 := sh.Pow(64 * uint64(sg.w+1))
+	sg.out = newMulTable(sh, xw1)
+	sg.slideConst = sh.Mul(sg.e0, xw1) ^ sh.Mul(sg.e0, xw)
+
+	// Fixed pseudo-random constants: a splitmix64 stream from a fixed seed.
+	state := uint64(0x6a09e667f3bcc908)
+	next := func() uint64 { state += 0x9e3779b97f4a7c15; return mix64(state) }
+	words := (sg.samples + 7) / 8
+	sg.prefSeed = make([]uint64, words)
+	sg.prefMul = make([]uint64, words)
+	for i := range words {
+		sg.prefSeed[i] = next()
+		sg.prefMul[i] = next() | 1
+	}
+	sg.tailSeed = make([]uint64, sg.samples)
+	for i := range sg.tailSeed {
+		sg.tailSeed[i] = next()
+	}
+	sg.pool.New = func() any { return new(signBuf) }
+	return sg
+}
+
+// sign computes the signature of tokens.
+func (sg *signer) sign(tokens []string) *Signature {
+	sig := &Signature{Sketch: make([]uint64, sg.samples), Super: make([]uint64, sg.k)}
+	n := len(tokens)
+	sig.Words = n
+	if n == 0 {
+		sig.Exact = sg.text.Empty()
+		return sig
+	}
+	b := sg.pool.Get().(*signBuf)
+	defer sg.pool.Put(b)
+
+	b.tok = grow(b.tok, n+sg.w-1)
+	sig.Exact = sg.tokens(tokens, b.tok)
+	for i := n; i < n+sg.w-1; i++ {
+		b.tok[i] = b.tok[(i-n)%n]
+	}
+	b.xs = grow(b.xs, n)
+	sg.shingles(b.tok, b.xs)
+	for i, x := range b.xs {
+		b.xs[i] = mix64(x)
+	}
+	b.uniq = b.distinct(b.xs)
+
+	sg.minhash(b.uniq, sig.Sketch)
+	sg.supershingles(sig.Sketch, sig.Super)
+	if sg.tf {
+		sig.Simhash = simhash(b.xs, &sig.Margins)
+	} else {
+		sig.Simhash = simhash(b.uniq, &sig.Margins)
+	}
+	return sig
+}
+
+// tokens fills u with the fingerprint (from 0, PolyText) of every token followed
+// by the separator, and returns the fingerprint of the whole stream.
+func (sg *signer) tokens(tokens []string, u []uint64) uint64 {
+	r := sg.text
+	exact := r.Empty()
+	for i, t := range tokens {
+		var f uint64
+		s := t
+		for len(s) >= 8 {
+			w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+				uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+			f = r.step8(f ^ w)
+			s = s[8:]
+		}
+		var w uint64
+		for j := 0; j < len(s); j++ {
+			w |= uint64(s[j]) << (8 * j)
+		}
+		w |= uint64(Separator) << (8 * len(s))
+		f = r.stepN(f^w, len(s)+1)
+		u[i] = f
+		// exact = exact * x^(8*len) ^ f: Extend is linear in the state.
+		l := len(t) + 1
+		for l >= 8 {
+			exact = r.step8(exact)
+			l -= 8
+		}
+		if l > 0 {
+			exact = r.stepN(exact, l)
+		}
+		exact ^= f
+	}
+	return exact
+}
+
+// shingles writes into out the PolyShingle fingerprint of each window of w
+// token fingerprints, u being looped (len(out)+w-1 entries). It slides, as in
+// the book: S(i+1) = (S(i) ^ u(i+w))*X ^ (u(i) ^ e0)*X^(w+1) ^ e0*X^w.
+func (sg *signer) shingles(u, out []uint64) {
+	sh := sg.shingle
+	f := sg.e0
+	for j := 0; j < sg.w; j++ {
+		f = sh.step8(f ^ u[j])
+	}
+	out[0] = f
+	for i := 1; i < len(out); i++ {
+		f = sh.step8(f^u[i+sg.w-1]) ^ sg.out.mul(u[i-1]) ^ sg.slideConst
+		out[i] = f
+	}
+}
+
+// distinct returns the distinct values of xs (which are mix64 outputs).
+func (b *signBuf) distinct(xs []uint64) []uint64 {
+	size := 16
+	for size < 2*len(xs) {
+		size <<= 1
+	}
+	b.table = grow(b.table, size)
+	clear(b.table)
+	shift := uint(64 - bits.TrailingZeros(uint(size)))
+	mask := uint64(size - 1)
+	out := b.uniq[:0]
+	hasZero := false
+	for _, x := range xs {
+		if x == 0 {
+			if !hasZero {
+				hasZero = true
+				out = append(out, 0)
+			}
+			continue
+		}
+		i := (x * 0x9e3779b97f4a7c15) >> shift
+		for {
+			v := b.table[i]
+			if v == x {
+				break
+			}
+			if v == 0 {
+				b.table[i] = x
+				out = append(out, x)
+				break
+			}
+			i = (i + 1) & mask
+		}
+	}
+	return out
+}
+
+const (
+	laneHigh = 0x8080808080808080
+	laneLow  = 0x7f7f7f7f7f7f7f7f
+)
+
+// minhash writes into out, for each of the len(out) min-wise orders, the
+// feature that is smallest. Each order compares an 8-bit prefix first and a
+// 64-bit one-to-one tail hash only on ties, AltaVista's scheme (book, 3.2):
+// eight prefixes come from one multiplication and are compared at once, lane
+// by lane, so a long page costs about one multiplication per eight samples per
+// feature.
+func (sg *signer) minhash(xs []uint64, out []uint64) {
+	ns := len(out)
+	for k := 0; k*8 < ns; k++ {
+		seed, mul := sg.prefSeed[k], sg.prefMul[k]
+		lanes := min(8, ns-8*k)
+		valid := uint64(laneHigh)
+		if lanes < 8 {
+			valid &= (uint64(1) << (8 * lanes)) - 1
+		}
+		mins := ^uint64(0)
+		var has, tailOK uint8
+		var cand, tail [8]uint64
+		for _, x := range xs {
+			p := (x ^ seed) * mul
+			p ^= p >> 32
+			le := ((^p & mins) | (^(p ^ mins) & ((mins | laneHigh) - (p & laneLow)))) & valid
+			for le != 0 {
+				lane := uint(bits.TrailingZeros64(le)) >> 3
+				le &= le - 1
+				sh := lane * 8
+				pb, mb := (p>>sh)&0xff, (mins>>sh)&0xff
+				bit := uint8(1) << lane
+				if has&bit == 0 || pb < mb {
+					mins = mins&^(0xff<<sh) | pb<<sh
+					cand[lane] = x
+					has |= bit
+					tailOK &^= bit
+					continue
+				}
+				ts := sg.tailSeed[8*k+int(lane)]
+				if tailOK&bit == 0 {
+					tail[lane] = mix64(cand[lane] ^ ts)
+					tailOK |= bit
+				}
+				if t := mix64(x ^ ts); t < tail[lane] {
+					cand[lane], tail[lane] = x, t
+				}
+			}
+		}
+		copy(out[8*k:8*k+lanes], cand[:lanes])
+	}
+}
+
+// supershingles fingerprints (PolySuper) each group of s consecutive samples,
+// prefixed by the group number, keeping the configured number of bits.
+func (sg *signer) supershingles(sketch, super []uint64) {
+	r := sg.super
+	for i := range super {
+		f := r.ExtendWord(r.Empty(), uint64(i))
+		for _, v := range sketch[i*sg.s : (i+1)*sg.s] {
+			f = r.step8(f ^ v)
+		}
+		if sg.bits < 64 {
+			f &= (uint64(1) << sg.bits) - 1
+		}
+		super[i] = f
+	}
+}
+
+// spread[b] has byte lane j set to bit j of b.
+var spread = func() (t [256]uint64) {
+	for b := range t {
+		for j := 0; j < 8; j++ {
+			if b&(1<<j) != 0 {
+				t[b] |= 1 << (8 * j)
+			}
+		}
+	}
+	return t
+}()
+
+// simhash is Charikar's simhash with unit weights over the hashed features xs:
+// bit j is set when W_j = #(features with bit j) - #(without) >= 0. Counting
+// uses one table lookup per feature byte into eight byte-wide counters.
+func simhash(xs []uint64, margins *[64]uint8) uint64 {
+	var cnt [64]int32
+	for start := 0; start < len(xs); start += 255 {
+		var acc [8]uint64
+		for _, x := range xs[start:min(start+255, len(xs))] {
+			acc[0] += spread[x&0xff]
+			acc[1] += spread[(x>>8)&0xff]
+			acc[2] += spread[(x>>16)&0xff]
+			acc[3] += spread[(x>>24)&0xff]
+			acc[4] += spread[(x>>32)&0xff]
+			acc[5] += spread[(x>>40)&0xff]
+			acc[6] += spread[(x>>48)&0xff]
+			acc[7] += spread[x>>56]
+		}
+		for k, a := range acc {
+			for lane := 0; lane < 8; lane++ {
+				cnt[8*k+lane] += int32((a >> (8 * lane)) & 0xff)
+			}
+		}
+	}
+	n := int32(len(xs))
+	scale := 32 / math.Sqrt(float64(max(n, 1)))
+	var h uint64
+	for j, c := range cnt {
+		w := 2*c - n
+		if w >= 0 {
+			h |= 1 << j
+		} else {
+			w = -w
+		}
+		margins[j] = uint8(min(255, math.Round(float64(w)*scale)))
+	}
+	return h
+}
+
+func grow(s []uint64, n int) []uint64 {
+	if cap(s) < n {
+		return make([]uint64, n, n+n/4)
+	}
+	return s[:n]
+}

@@ -1,0 +1,200 @@
+package dedup
+
+import (
+	"math/bits"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"testing"
+)
+
+// TestVOSHSeedExample: weights (1.9, 0.01, -0.5) for bits 1..3 are flipped in
+// the order 2, 3, 1 (seed 003, section 4).
+func TestVOSHSeedExample(t *testing.T) {
+	var margins [64]uint8
+	for i, w := range []float64{1.9, 0.01, -0.5} {
+		if w < 0 {
+			w = -w
+		}
+		margins[i] = uint8(w*32 + 0.5)
+	}
+	order := []uint8{0, 1, 2}
+	logit := make([]float64, 3)
+	rankBits(order, logit, &margins, flipLogits(DefaultPSMSigma))
+	if want := []uint8{1, 2, 0}; !slices.Equal(order, want) {
+		t.Errorf("flip order (0-based bits) %v, want %v (bits 2, 3, 1)", order, want)
+	}
+	if !(logit[0] > logit[1] && logit[1] > logit[2]) {
+		t.Errorf("logits not decreasing: %v", logit)
+	}
+}
+
+func voshLevels(root []uint8, b, levels int) [][]string {
+	var out [][]string
+	cur := [][]uint8{root}
+	for range levels {
+		var names []string
+		var next [][]uint8
+		for _, s := range cur {
+			name := ""
+			for i, v := range s {
+				if i > 0 {
+					name += ","
+				}
+				name += string(rune('1' + v))
+			}
+			names = append(names, name)
+			l, r, hl, hr := voshChildren(s, b)
+			if hl {
+				next = append(next, slices.Clone(l[:len(s)]))
+			}
+			if hr {
+				next = append(next, slices.Clone(r[:len(s)]))
+			}
+		}
+		out = append(out, names)
+		cur = next
+	}
+	return out
+}
+
+// TestVOSHTreeLevels pins the top five levels of the VOSH trees for h = 1, 2, 3
+// (the seed's Figure 2), built by Algorithm 2; sets are 1-based.
+func TestVOSHTreeLevels(t *testing.T) {
+	for _, tc := range []struct {
+		root []uint8
+		want [][]string
+	}{
+		{[]uint8{0}, [][]string{{"1"}, {"2"}, {"3"}, {"4"}, {"5"}}},
+		{[]uint8{0, 1}, [][]string{{"1,2"}, {"1,3"}, {"1,4", "2,3"}, {"1,5", "2,4"}, {"1,6", "2,5", "3,4"}}},
+		{[]uint8{0, 1, 2}, [][]string{{"1,2,3"}, {"1,2,4"}, {"1,2,5", "1,3,4"}, {"1,2,6", "1,3,5", "2,3,4"},
+			{"1,2,7", "1,3,6", "1,4,5", "2,3,5"}}},
+	} {
+		got := voshLevels(tc.root, 9, 5)
+		if !slices.EqualFunc(got, tc.want, slices.Equal[[]string]) {
+			t.Errorf("h=%d: levels %v, want %v", len(tc.root), got, tc.want)
+		}
+	}
+}
+
+// TestVOSHEnumeratesEverySubsetOnceInOrder: the heap yields every subset of
+// sizes 1..h exactly once, in non-increasing probability.
+func TestVOSHEnumeratesEverySubsetOnceInOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for b := 1; b <= 9; b++ {
+		for h := 1; h <= 4; h++ {
+			logit := make([]float64, b)
+			for i := range logit {
+				logit[i] = -rng.Float64() * 10
+			}
+			sort.Sort(sort.Reverse(sort.Float64Slice(logit)))
+			var v voshHeap
+			v.reset(logit, h)
+			seen := map[uint64]bool{}
+			prev := 1e300
+			for {
+				s, ok := v.next()
+				if !ok {
+					break
+				}
+				var mask uint64
+				score := 0.0
+				for _, r := range s {
+					mask |= 1 << r
+					score += logit[r]
+				}
+				if seen[mask] {
+					t.Fatalf("b=%d h=%d: subset %v twice", b, h, s)
+				}
+				seen[mask] = true
+				if score > prev+1e-9 {
+					t.Fatalf("b=%d h=%d: %v (%.3f) after a less likely subset (%.3f)", b, h, s, score, prev)
+				}
+				prev = score
+			}
+			want := 0
+			for i := 1; i <= min(h, b); i++ {
+				want += int(binomial(b, i))
+			}
+			if len(seen) != want {
+				t.Errorf("b=%d h=%d: %d subsets, want %d", b, h, len(seen), want)
+			}
+		}
+	}
+}
+
+// TestSimhashIndexesAgainstExhaustive plants neighbours at distances 0..4 among
+// random fingerprints, inserted online across delta merges.
+func TestSimhashIndexesAgainstExhaustive(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	const n = 20000
+	fps := make([]uint64, n)
+	for i := range fps {
+		fps[i] = rng.Uint64()
+	}
+	type query struct {
+		fp   uint64
+		want []uint32
+	}
+	var queries []query
+	for q := range 300 {
+		src := rng.IntN(n)
+		fp := fps[src]
+		for range q % 5 {
+			fp ^= 1 << rng.IntN(64)
+		}
+		queries = append(queries, query{fp: fp})
+	}
+	for i := range queries {
+		for s, v := range fps {
+			if bits.OnesCount64(v^queries[i].fp) <= 3 {
+				queries[i].want = append(queries[i].want, uint32(s))
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		idx  SimhashIndex
+	}{
+		{"bphs G4 g1", NewBPHS(4, 1)},
+		{"bphs G5 g2", NewBPHS(5, 2)},
+		{"bphs G6 g3", NewBPHS(6, 3)},
+		{"psm unlimited", NewPSM(1<<20, DefaultPSMSigma)},
+	} {
+		for s, v := range fps {
+			tc.idx.Add(v, uint32(s))
+		}
+		if tc.idx.Len() != n {
+			t.Fatalf("%s: Len %d", tc.name, tc.idx.Len())
+		}
+		for _, q := range queries {
+			var got []uint32
+			tc.idx.Search(q.fp, nil, 3, func(s uint32) bool { got = append(got, s); return true })
+			slices.Sort(got)
+			got = slices.Compact(got)
+			if !slices.Equal(got, q.want) {
+				t.Fatalf("%s: query %#x found %v, want %v", tc.name, q.fp, got, q.want)
+			}
+		}
+		if tc.idx.MemoryBytes() < int64(n)*12 {
+			t.Errorf("%s: memory %d bytes for %d fingerprints is implausibly small", tc.name, tc.idx.MemoryBytes(), n)
+		}
+	}
+}
+
+func TestPSMBudgetAndEarlyStop(t *testing.T) {
+	p := NewPSM(5, DefaultPSMSigma)
+	for i := range 5000 {
+		p.Add(uint64(i)*0x9e3779b97f4a7c15, uint32(i))
+	}
+	if probes := p.Search(12345, nil, 3, func(uint32) bool { return true }); probes != 5 {
+		t.Errorf("probes %d, want the budget 5", probes)
+	}
+	k77 := uint64(77)
+	target := k77 * 0x9e3779b97f4a7c15
+	calls := 0
+	probes := p.Search(target, nil, 3, func(uint32) bool { calls++; return false })
+	if calls != 1 || probes != 1 {
+		t.Errorf("exact hit: %d visits, %d probes; want 1, 1", calls, probes)
+	}
+}

@@ -1,0 +1,202 @@
+package fetch
+
+import (
+	"bytes"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/saintfish/chardet"
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/charset"
+	"golang.org/x/text/encoding"
+	"golang.org/x/text/encoding/charmap"
+	"golang.org/x/text/encoding/unicode"
+)
+
+// mediaType returns the lower-case media type of a Content-Type value, without parameters.
+func mediaType(contentType string) string {
+	if contentType == "" {
+		return ""
+	}
+	if mt, _, err := mime.ParseMediaType(contentType); err == nil {
+		return mt
+	}
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+// isHTMLType reports whether a media type is HTML or XHTML.
+func isHTMLType(mt string) bool {
+	return mt == "text/html" || mt == "application/xhtml+xml"
+}
+
+// sniffHTML applies the WHATWG sniffing algorithm (net/http.DetectContentType) to a body whose
+// Content-Type header is missing.
+func sniffHTML(body []byte) bool {
+	return isHTMLType(mediaType(http.DetectContentType(body)))
+}
+
+// toUTF8 converts an HTML body to UTF-8. The encoding is taken, in order, from a byte-order mark
+// (which the HTML standard ranks first), the Content-Type charset parameter, a <meta> declaration in
+// the first 1024 bytes, then sniffing: UTF-8 when the whole body is valid UTF-8, otherwise the
+// chardet guess on the first 64 KiB when it is confident, otherwise windows-1252 (the web's
+// default). Invalid sequences become U+FFFD. The result shares raw when no conversion is needed.
+// The second result is the name of the encoding used.
+func toUTF8(raw []byte, contentType string) ([]byte, string) {
+	enc, name := detectHTMLEncoding(raw, contentType)
+	if name == "utf-8" {
+		body := bytes.TrimPrefix(raw, []byte("\xEF\xBB\xBF"))
+		if utf8.Valid(body) {
+			return body, name
+		}
+		return bytes.ToValidUTF8(body, []byte("\uFFFD")), name
+	}
+	out, err := enc.NewDecoder().Bytes(raw)
+	if err != nil {
+		// x/text decoders replace invalid input rather than failing; keep the bytes readable anyway.
+		return bytes.ToValidUTF8(raw, []byte("\uFFFD")), "utf-8"
+	}
+	if !utf8.Valid(out) {
+		out = bytes.ToValidUTF8(out, []byte("\uFFFD"))
+	}
+	return out, name
+}
+
+func detectHTMLEncoding(raw []byte, contentType string) (encoding.Encoding, string) {
+	switch {
+	case bytes.HasPrefix(raw, []byte("\xEF\xBB\xBF")):
+		return unicode.UTF8, "utf-8"
+	case bytes.HasPrefix(raw, []byte("\xFE\xFF")):
+		return unicode.UTF16(unicode.BigEndian, unicode.ExpectBOM), "utf-16be"
+	case bytes.HasPrefix(raw, []byte("\xFF\xFE")):
+		return unicode.UTF16(unicode.LittleEndian, unicode.ExpectBOM), "utf-16le"
+	}
+	if _, params, err := mime.ParseMediaType(contentType); err == nil {
+		if e, name := lookupCharset(params["charset"]); e != nil {
+			return e, name
+		}
+	}
+	if e, name := lookupCharset(metaCharset(raw)); e != nil {
+		return e, name
+	}
+	if utf8.Valid(raw) {
+		return unicode.UTF8, "utf-8"
+	}
+	sample := raw[:min(len(raw), 64<<10)]
+	if res, err := chardet.NewTextDetector().DetectBest(sample); err == nil && res.Confidence >= 50 {
+		if e, name := lookupCharset(res.Charset); e != nil {
+			return e, name
+		}
+	}
+	return charmap.Windows1252, "windows-1252"
+}
+
+// lookupCharset resolves a WHATWG encoding label. A UTF-16 label found in a header or <meta> of a
+// document without BOM is treated as UTF-8, as the HTML standard requires for <meta>.
+func lookupCharset(label string) (encoding.Encoding, string) {
+	label = strings.TrimSpace(label)
+	if label == "" {
+		return nil, ""
+	}
+	e, name := charset.Lookup(label)
+	if e == nil {
+		return nil, ""
+	}
+	if strings.HasPrefix(name, "utf-16") || name == "utf-8" {
+		return unicode.UTF8, "utf-8"
+	}
+	return e, name
+}
+
+// metaCharset finds the charset declared by <meta charset> or <meta http-equiv="content-type"
+// content="...; charset=..."> in the first 1024 bytes.
+func metaCharset(raw []byte) string {
+	z := html.NewTokenizer(bytes.NewReader(raw[:min(len(raw), 1024)]))
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			return ""
+		case html.StartTagToken, html.SelfClosingTagToken:
+			name, hasAttr := z.TagName()
+			if string(name) != "meta" || !hasAttr {
+				continue
+			}
+			var cs, content string
+			httpEquiv := false
+			for more := true; more; {
+				var k, v []byte
+				k, v, more = z.TagAttr()
+				switch strings.ToLower(string(k)) {
+				case "charset":
+					cs = string(v)
+				case "content":
+					content = string(v)
+				case "http-equiv":
+					httpEquiv = strings.EqualFold(string(v), "content-type")
+				}
+			}
+			if cs != "" {
+				return cs
+			}
+			if httpEquiv && content != "" {
+				if c := charsetFromContent(content); c != "" {
+					return c
+				}
+			}
+		}
+	}
+}
+
+// charsetFromContent extracts charset=... from a meta content attribute.
+func charsetFromContent(s string) string {
+	i := strings.Index(strings.ToLower(s), "charset")
+	if i < 0 {
+		return ""
+	}
+	s = strings.TrimLeft(s[i+len("charset"):], " \t")
+	if !strings.HasPrefix(s, "=") {
+		return ""
+	}
+	s = strings.TrimLeft(s[1:], " \t")
+	if s == "" {
+		return ""
+	}
+	if q := s[0]; q == '"' || q == '\'' {
+		if j := strings.IndexByte(s[1:], q); j >= 0 {
+			return s[1 : j+1]
+		}
+		return ""
+	}
+	if j := strings.IndexAny(s, "; \t"); j >= 0 {
+		return s[:j]
+	}
+	return s
+}
+
+// ParseRetryAfter interprets a Retry-After value: delta-seconds or an HTTP-date relative to now.
+// It returns 0 when the value is absent, invalid or in the past.
+func ParseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		const maxSecs = int64((1<<63 - 1) / int64(time.Second))
+		return time.Duration(min(secs, maxSecs)) * time.Second
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0
+	}
+	if d := t.Sub(now); d > 0 {
+		return d
+	}
+	return 0
+}

@@ -1,0 +1,225 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"time"
+
+	"github.com/gocolly/colly/v2"
+)
+
+// Log keys used by this package.
+const (
+	LogKeyURL      = "url"
+	LogKeyStatus   = "status"
+	LogKeyBytes    = "bytes"
+	LogKeyDuration = "duration"
+	LogKeyClass    = "class"
+	LogKeyErr      = "err"
+	LogKeyHost     = "host"
+)
+
+// acceptHeader is what a browser-like crawler asks for; the crawler parses HTML and XHTML.
+const acceptHeader = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+
+// Result is one fetched response. Non-2xx statuses are results, not errors.
+type Result struct {
+	URL           string        // requested URL
+	FinalURL      string        // URL after redirects (== URL when none)
+	Redirects     []string      // URLs that answered with a redirect, in order, starting with URL (excluding FinalURL)
+	Status        int           //
+	Proto         string        // e.g. "HTTP/1.1"
+	Header        http.Header   // response headers (Content-Encoding/Content-Length removed when fetch decoded the body)
+	RequestHeader http.Header   // request headers as sent, including Host (for WARC request records)
+	RawBody       []byte        // body after Content-Encoding decoding, before charset conversion
+	Body          []byte        // HTML converted to UTF-8; otherwise the same slice as RawBody
+	Charset       string        // encoding Body was converted from ("" when not HTML)
+	ContentType   string        // media type, lower-case, no parameters ("" if the header is absent)
+	IsHTML        bool          // text/html or application/xhtml+xml (sniffed when the header is absent)
+	Truncated     bool          // the body was longer than MaxBodySize; RawBody holds the first MaxBodySize bytes
+	RemoteIP      string        // server IP actually connected to, "" if unknown
+	FetchedAt     time.Time     // when the request started
+	Duration      time.Duration // time to full body
+	RetryAfter    time.Duration // from Retry-After (delta-seconds or HTTP-date), 0 if absent/invalid
+}
+
+// Fetcher fetches URLs through a colly collector. It is safe for concurrent use by many workers.
+type Fetcher struct {
+	opts      Options
+	log       *slog.Logger
+	base      *colly.Collector
+	transport http.RoundTripper // the transport under our recording wrapper
+}
+
+// New builds a Fetcher. Zero option fields take their defaults; a nil logger discards.
+func New(o Options, logger *slog.Logger) (*Fetcher, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	o = o.withDefaults()
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	inner := o.Transport
+	if inner == nil {
+		inner = NewTransport(o)
+	} else if o.DenyPrivate {
+		logger.Warn("fetch: DenyPrivate with an injected transport is checked after connecting, not at dial time")
+	}
+
+	c := colly.NewCollector()
+	// NewCollector applies COLLY_* environment variables; set every field that matters explicitly.
+	c.UserAgent = o.UserAgent
+	c.Headers = nil
+	c.AllowURLRevisit = true
+	c.IgnoreRobotsTxt = true // robots.txt is handled by RobotsCache
+	c.ParseHTTPErrorResponse = true
+	c.Async = false
+	c.MaxDepth = 0
+	c.MaxRequests = 0
+	c.AllowedDomains = nil
+	c.DisallowedDomains = nil
+	c.URLFilters = nil
+	c.DisallowedURLFilters = nil
+	c.CacheDir = ""
+	c.DetectCharset = false // charset handled by toUTF8, which keeps the raw bytes
+	c.CheckHead = false
+	c.TraceHTTP = false
+	c.MaxBodySize = int(o.MaxBodySize + 1) // one more byte than allowed tells us the body was larger
+	// No cookie jar: fetches are independent and the jar would grow without bound across hosts.
+	c.SetClient(&http.Client{Transport: &recordingTransport{inner: inner}, Timeout: o.Timeout})
+	c.SetRedirectHandler(checkRedirect)
+
+	return &Fetcher{opts: o, log: logger, base: c, transport: inner}, nil
+}
+
+// Options returns the effective options (defaults filled in).
+func (f *Fetcher) Options() Options { return f.opts }
+
+// Close releases idle connections.
+func (f *Fetcher) Close() {
+	if ci, ok := f.transport.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
+
+// Fetch GETs rawURL, following up to MaxRedirects redirects, within Timeout and ctx. Transport
+// failures return an *Error. A body over MaxBodySize returns the truncated *Result together with an
+// *Error of class "too_large" (errors.Is(err, ErrTooLarge)).
+func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Result, error) {
+	res, _, err := f.do(ctx, rawURL, f.opts.MaxRedirects, f.opts.MaxBodySize, f.opts.NoFollowRedirects)
+	return res, err
+}
+
+// do performs one fetch with per-call limits. lastStatus is the status of the last response seen,
+// also when the redirect policy stopped the chain.
+func (f *Fetcher) do(parent context.Context, rawURL string, maxRedirects int, maxBody int64, noFollow bool) (res *Result, lastStatus int, err error) {
+	log := f.log.With(LogKeyURL, rawURL)
+	fail := func(cause error) (*Result, int, error) {
+		e := &Error{URL: rawURL, Class: classify(parent, cause), Err: cause}
+		log.Debug("fetch failed", LogKeyClass, e.Class, LogKeyErr, cause)
+		return nil, lastStatus, e
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return fail(fmt.Errorf("parse url: %w", err))
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fail(fmt.Errorf("%q: %w", u.Scheme, ErrScheme))
+	}
+	if u.Host == "" {
+		return fail(fmt.Errorf("parse url: missing host"))
+	}
+	if err := parent.Err(); err != nil {
+		return fail(err)
+	}
+
+	ctx, cancel := context.WithTimeout(parent, f.opts.Timeout)
+	defer cancel()
+	st := &reqState{maxRedirects: maxRedirects, noFollow: noFollow, denyPrivate: f.opts.DenyPrivate}
+	ctx = context.WithValue(ctx, stateKey{}, st)
+	ctx = httptrace.WithClientTrace(ctx, st.trace())
+
+	// A clone shares the HTTP backend but has its own stdlib context and callbacks, so concurrent
+	// calls never see each other's responses.
+	c := f.base.Clone()
+	c.Context = ctx
+	c.MaxBodySize = int(maxBody + 1)
+	var resp *colly.Response
+	c.OnResponse(func(r *colly.Response) { resp = r })
+
+	hdr := http.Header{}
+	hdr.Set("User-Agent", f.opts.UserAgent)
+	hdr.Set("Accept", acceptHeader)
+	hdr.Set("Accept-Encoding", "gzip, deflate")
+
+	start := time.Now()
+	reqErr := c.Request(http.MethodGet, rawURL, nil, nil, hdr)
+	dur := time.Since(start)
+
+	st.mu.Lock()
+	lastStatus = st.lastStatus
+	redirects := st.redirects
+	reqHeader := st.reqHeader
+	proto := st.proto
+	remoteIP := st.remoteIP
+	capture := st.body
+	st.mu.Unlock()
+
+	if reqErr != nil {
+		return fail(reqErr)
+	}
+	if resp == nil {
+		return fail(errors.New("colly returned no response"))
+	}
+	raw := resp.Body
+	if capture != nil {
+		raw = capture.buf.Bytes()
+	}
+	truncated := int64(len(raw)) > maxBody
+	if truncated {
+		raw = raw[:maxBody:maxBody]
+	}
+	header := http.Header{}
+	if resp.Headers != nil {
+		header = *resp.Headers
+	}
+	res = &Result{
+		URL:           rawURL,
+		FinalURL:      rawURL,
+		Status:        resp.StatusCode,
+		Proto:         proto,
+		Header:        header,
+		RequestHeader: reqHeader,
+		RawBody:       raw,
+		Body:          raw,
+		ContentType:   mediaType(header.Get("Content-Type")),
+		Truncated:     truncated,
+		RemoteIP:      remoteIP,
+		FetchedAt:     start,
+		Duration:      dur,
+		RetryAfter:    ParseRetryAfter(header.Get("Retry-After"), time.Now()),
+	}
+	if len(redirects) > 0 {
+		res.Redirects = append([]string{rawURL}, redirects[1:]...)
+		res.FinalURL = resp.Request.URL.String()
+	}
+	if res.ContentType != "" {
+		res.IsHTML = isHTMLType(res.ContentType)
+	} else {
+		res.IsHTML = sniffHTML(raw)
+	}
+	if res.IsHTML {
+		res.Body, res.Charset = toUTF8(raw, header.Get("Content-Type"))
+	}
+	log.Debug("fetched", LogKeyStatus, res.Status, LogKeyBytes, len(raw), LogKeyDuration, dur)
+	if truncated {
+		return res, lastStatus, &Error{URL: rawURL, Class: ClassTooLarge, Err: fmt.Errorf("more than %d bytes: %w", maxBody, ErrTooLarge)}
+	}
+	return res, lastStatus, nil
+}

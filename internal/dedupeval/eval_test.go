@@ -1,0 +1,160 @@
+package dedupeval
+
+import (
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/horseshoe-crawler/horseshoe/dedup"
+	"github.com/horseshoe-crawler/horseshoe/parse"
+)
+
+func TestSimilarPairsIsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var sets [][]uint64
+	for range 60 {
+		base := make([]uint64, 5+rng.IntN(40))
+		for i := range base {
+			base[i] = uint64(rng.IntN(200))
+		}
+		for range 3 { // near copies
+			c := slices.Clone(base)
+			for range rng.IntN(4) {
+				c[rng.IntN(len(c))] = uint64(rng.IntN(200))
+			}
+			slices.Sort(c)
+			sets = append(sets, slices.Compact(c))
+		}
+	}
+	sets = append(sets, nil, nil)
+	got := SimilarPairs(sets, 0.5)
+	var want []Pair
+	for a := range sets {
+		for b := a + 1; b < len(sets); b++ {
+			if j := Jaccard(sets[a], sets[b]); j >= 0.5 && len(sets[a]) > 0 {
+				want = append(want, Pair{A: a, B: b, J: j})
+			}
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("prefix filtering found %d pairs, brute force %d", len(got), len(want))
+	}
+	if len(want) < 100 {
+		t.Fatalf("test too weak: only %d pairs", len(want))
+	}
+}
+
+func TestEvalSynthetic(t *testing.T) {
+	pages := map[string][]string{}
+	rng := rand.New(rand.NewPCG(3, 4))
+	word := func() string {
+		return string(rune('a'+rng.IntN(26))) + string(rune('a'+rng.IntN(26))) + string(rune('a'+rng.IntN(26)))
+	}
+	for p := range 30 {
+		toks := make([]string, 500+rng.IntN(500))
+		for i := range toks {
+			toks[i] = word()
+		}
+		pages[string(rune('A'+p))+"0"] = toks
+		near := slices.Clone(toks)
+		near[rng.IntN(len(near))] = "changed"
+		pages[string(rune('A'+p))+"1"] = near
+	}
+	rep := Eval(pages, dedup.DefaultOptions())
+	if len(rep.Pairs) < 30 {
+		t.Fatalf("%d pairs, want >= 30 near pairs", len(rep.Pairs))
+	}
+	names := []string{}
+	for _, s := range rep.Settings {
+		names = append(names, s.Name)
+	}
+	if want := []string{"altavista", "bing", "simhash-bphs", "simhash-psm", "combined+verify"}; !slices.Equal(names, want) {
+		t.Fatalf("settings %v, want %v", names, want)
+	}
+	comb := rep.Settings[4]
+	if comb.RecallAt95 < 0.9 || comb.FalseDrops != 0 || comb.Dropped < 27 {
+		t.Errorf("combined: %+v", comb)
+	}
+	if !strings.Contains(rep.String(), "combined+verify") {
+		t.Error("report text lacks the combined setting")
+	}
+}
+
+// corpusDir unpacks the shared corpus once under os.TempDir().
+func corpusDir(t *testing.T) string {
+	t.Helper()
+	archive := "/work/shared/corpus/web-test.tar.xz"
+	if _, err := os.Stat(archive); err != nil {
+		t.Skipf("corpus %s not available: %v", archive, err)
+	}
+	dir := filepath.Join(os.TempDir(), "horseshoe-corpus")
+	done := filepath.Join(dir, ".unpacked")
+	if _, err := os.Stat(done); err == nil {
+		return dir
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("tar", "-xJf", archive, "-C", dir).CombinedOutput(); err != nil {
+		t.Fatalf("unpacking the corpus: %v: %s", err, out)
+	}
+	if err := os.WriteFile(done, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestCorpusTargets measures every setting on the real corpus and asserts the
+// targets of the default setting: recall at J >= 0.95 >= 0.97 and no dropped
+// page whose original has J < 0.80 beyond 1% (precision >= 0.99).
+func TestCorpusTargets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("corpus evaluation skipped in -short mode")
+	}
+	dir := corpusDir(t)
+	pages := map[string][]string{}
+	err := filepath.WalkDir(dir, func(path string, e os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.IsDir() || !strings.HasSuffix(path, ".html") {
+			return nil
+		}
+		body, err := os.ReadFile(path) // follows the symlinks: deliberate exact duplicates
+		if err != nil {
+			return nil // dangling link
+		}
+		rel, _ := filepath.Rel(dir, path)
+		u, err := url.Parse("http://" + filepath.ToSlash(rel))
+		if err != nil {
+			return err
+		}
+		doc, err := parse.Parse(body, u, parse.Options{})
+		if err != nil {
+			return nil
+		}
+		pages[u.String()] = doc.Tokens
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pages) < 1000 {
+		t.Fatalf("only %d pages parsed", len(pages))
+	}
+	rep := Eval(pages, dedup.DefaultOptions())
+	t.Logf("\n%s", rep)
+	comb := rep.Settings[len(rep.Settings)-1]
+	if comb.RecallAt95 < 0.97 {
+		t.Errorf("default setting: recall at J >= 0.95 is %.4f, want >= 0.97", comb.RecallAt95)
+	}
+	if comb.Precision < 0.99 {
+		t.Errorf("default setting: precision %.4f (%d of %d dropped pages have J < 0.80 with their original), want >= 0.99",
+			comb.Precision, comb.FalseDrops, comb.Dropped)
+	}
+}

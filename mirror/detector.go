@@ -1,0 +1,349 @@
+package mirror
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Options configures mirror detection.
+type Options struct {
+	// Sample is how many paths present on both sides must be compared
+	// before a candidate is decided (default 10).
+	Sample int
+	// MinScore is the fraction of compared paths that must match for a
+	// candidate to become a mirror (default 0.9). Partial mirrors count:
+	// only paths that exist on both sides are compared.
+	MinScore float64
+	// VerifyEvery keeps a verification stream after a decision: one in
+	// VerifyEvery URLs that would be skipped is fetched and compared
+	// (default 20). If the stream's score falls below MinScore the decision
+	// is withdrawn.
+	VerifyEvery int
+	// MaxCandidates bounds memory on sites with many duplicate pairs
+	// (default 10000).
+	MaxCandidates int
+}
+
+// DefaultOptions returns the defaults (see BENCHMARKS.md and the mirror
+// issue notes for how they were chosen on the real corpus).
+func DefaultOptions() Options {
+	return Options{Sample: 10, MinScore: 0.9, VerifyEvery: 20, MaxCandidates: 10000}
+}
+
+// Side names one side of a candidate.
+type Side int
+
+// The two sides of a candidate: A is the side first seen as the copy.
+const (
+	SideA Side = 0
+	SideB Side = 1
+)
+
+// Candidate is a pair of origin+prefix spaces that may be copies of each
+// other, with the evidence gathered so far. It is a value: Detector methods
+// return snapshots.
+type Candidate struct {
+	Key            string `json:"key"`
+	AOrigin        string `json:"a_origin"`
+	APrefix        string `json:"a_prefix"`
+	BOrigin        string `json:"b_origin"`
+	BPrefix        string `json:"b_prefix"`
+	Pairs          int    `json:"pairs"`    // duplicate pairs that proposed this mapping
+	Compared       int    `json:"compared"` // paths present on both sides that were compared
+	Matched        int    `json:"matched"`
+	Decided        bool   `json:"decided"`
+	Withdrawn      bool   `json:"withdrawn,omitempty"`
+	Mirror         Side   `json:"mirror_side"` // the side whose URLs are skipped (valid once decided)
+	Skipped        int    `json:"skipped"`     // URLs not fetched thanks to the decision
+	Verified       int    `json:"verified"`    // verification-stream comparisons after the decision
+	VerifyMatched  int    `json:"verify_matched"`
+	FetchedA       int    `json:"fetched_a"`
+	FetchedB       int    `json:"fetched_b"`
+	sinceLastCheck int
+}
+
+// SameHost reports whether both sides are on one origin (a replicated
+// prefix rather than a mirror host).
+func (c *Candidate) SameHost() bool { return c.AOrigin == c.BOrigin }
+
+// Score is the fraction of compared paths that matched.
+func (c *Candidate) Score() float64 {
+	if c.Compared == 0 {
+		return 0
+	}
+	return float64(c.Matched) / float64(c.Compared)
+}
+
+// MirrorMapping returns the mapping from the mirror side onto the original.
+func (c *Candidate) MirrorMapping() Mapping {
+	if c.Mirror == SideA {
+		return Mapping{c.AOrigin, c.APrefix, c.BOrigin, c.BPrefix}
+	}
+	return Mapping{c.BOrigin, c.BPrefix, c.AOrigin, c.APrefix}
+}
+
+func (c *Candidate) side(s Side) (origin, prefix string) {
+	if s == SideA {
+		return c.AOrigin, c.APrefix
+	}
+	return c.BOrigin, c.BPrefix
+}
+
+func (c *Candidate) mapFrom(s Side) Mapping {
+	fo, fp := c.side(s)
+	to, tp := c.side(1 - s)
+	return Mapping{fo, fp, to, tp}
+}
+
+// Counterpart is u's corresponding URL under one candidate.
+type Counterpart struct {
+	Key  string // candidate key
+	Side Side   // the side u is on
+	URL  string // the URL on the other side
+}
+
+// Detector gathers path-overlap evidence and makes mirror decisions. It is
+// safe for concurrent use.
+type Detector struct {
+	o        Options
+	mu       sync.Mutex
+	cands    map[string]*Candidate
+	byOrigin map[string][]*Candidate
+}
+
+// NewDetector returns an empty detector.
+func NewDetector(o Options) *Detector {
+	d := DefaultOptions()
+	if o.Sample <= 0 {
+		o.Sample = d.Sample
+	}
+	if o.MinScore <= 0 || o.MinScore > 1 {
+		o.MinScore = d.MinScore
+	}
+	if o.VerifyEvery <= 0 {
+		o.VerifyEvery = d.VerifyEvery
+	}
+	if o.MaxCandidates <= 0 {
+		o.MaxCandidates = d.MaxCandidates
+	}
+	return &Detector{o: o, cands: map[string]*Candidate{}, byOrigin: map[string][]*Candidate{}}
+}
+
+func pairKey(ao, ap, bo, bp string) string {
+	x, y := ao+ap, bo+bp
+	if y < x {
+		x, y = y, x
+	}
+	return x + " <> " + y
+}
+
+// Propose records that the page at copyURL duplicates the page at origURL,
+// and makes the prefix mapping they imply a candidate (or strengthens it).
+// It returns the candidate's key, or "" if the pair implies no mapping (same
+// URL space, or nothing in common).
+func (d *Detector) Propose(copyURL, origURL string) string {
+	m, ok := Infer(copyURL, origURL)
+	if !ok || m.Identity() {
+		return ""
+	}
+	key := pairKey(m.FromOrigin, m.FromPrefix, m.ToOrigin, m.ToPrefix)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if c := d.cands[key]; c != nil {
+		c.Pairs++
+		return key
+	}
+	if len(d.cands) >= d.o.MaxCandidates {
+		return ""
+	}
+	c := &Candidate{Key: key, AOrigin: m.FromOrigin, APrefix: m.FromPrefix, BOrigin: m.ToOrigin, BPrefix: m.ToPrefix, Pairs: 1}
+	d.add(c)
+	return key
+}
+
+func (d *Detector) add(c *Candidate) {
+	d.cands[c.Key] = c
+	d.byOrigin[c.AOrigin] = append(d.byOrigin[c.AOrigin], c)
+	if c.BOrigin != c.AOrigin {
+		d.byOrigin[c.BOrigin] = append(d.byOrigin[c.BOrigin], c)
+	}
+}
+
+func originOf(u string) string {
+	i := strings.Index(u, "://")
+	if i < 0 {
+		return ""
+	}
+	j := strings.IndexByte(u[i+3:], '/')
+	if j < 0 {
+		return u
+	}
+	return u[:i+3+j]
+}
+
+// Counterparts returns u's corresponding URLs under every candidate whose
+// either side contains u.
+func (d *Detector) Counterparts(u string) []Counterpart {
+	o := originOf(u)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []Counterpart
+	for _, c := range d.byOrigin[o] {
+		for _, s := range []Side{SideA, SideB} {
+			if cp, ok := c.mapFrom(s).Apply(u); ok {
+				out = append(out, Counterpart{Key: c.Key, Side: s, URL: cp})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Observe counts a fetched page at u for every candidate whose side holds it:
+// when a candidate is decided, the side that is behind becomes the mirror.
+func (d *Detector) Observe(u string) {
+	o := originOf(u)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.byOrigin[o] {
+		if _, ok := c.mapFrom(SideA).Apply(u); ok {
+			c.FetchedA++
+		} else if _, ok := c.mapFrom(SideB).Apply(u); ok {
+			c.FetchedB++
+		}
+	}
+}
+
+// Event says what a comparison changed.
+type Event int
+
+// Events returned by Compare.
+const (
+	NoChange Event = iota
+	DecidedNow
+	WithdrawnNow
+)
+
+// Compare records one comparison of a path present on both sides of
+// candidate key: match means the two pages are the same content (identical
+// up to numbers such as dates and version strings).
+func (d *Detector) Compare(key string, match bool) Event {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := d.cands[key]
+	if c == nil || c.Withdrawn {
+		return NoChange
+	}
+	if c.Decided {
+		c.Verified++
+		if match {
+			c.VerifyMatched++
+		}
+		// Withdraw once the verification stream has a fair sample and
+		// falls below the bar.
+		if c.Verified >= d.o.Sample/2 && float64(c.VerifyMatched)/float64(c.Verified) < d.o.MinScore {
+			c.Decided, c.Withdrawn = false, true
+			return WithdrawnNow
+		}
+		return NoChange
+	}
+	c.Compared++
+	if match {
+		c.Matched++
+	}
+	if c.Compared >= d.o.Sample && c.Score() >= d.o.MinScore {
+		c.Decided = true
+		c.Mirror = SideA
+		if c.FetchedB < c.FetchedA {
+			c.Mirror = SideB
+		}
+		return DecidedNow
+	}
+	return NoChange
+}
+
+// SkipTarget reports whether u lies on the mirror side of a decided
+// cross-host mirror, and returns its counterpart on the original. Same-host
+// replicated prefixes are reported, never skipped: a site's versioned or
+// translated copies may hold content the other prefix lacks.
+func (d *Detector) SkipTarget(u string) (key, counterpart string, ok bool) {
+	o := originOf(u)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.byOrigin[o] {
+		if !c.Decided || c.SameHost() {
+			continue
+		}
+		if cp, ok := c.MirrorMapping().Apply(u); ok {
+			return c.Key, cp, true
+		}
+	}
+	return "", "", false
+}
+
+// Skip counts a URL skipped under candidate key, or returns false when this
+// URL is to be fetched as part of the verification stream instead.
+func (d *Detector) Skip(key string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := d.cands[key]
+	if c == nil || !c.Decided {
+		return false
+	}
+	c.sinceLastCheck++
+	if c.sinceLastCheck >= d.o.VerifyEvery {
+		c.sinceLastCheck = 0
+		return false
+	}
+	c.Skipped++
+	return true
+}
+
+// Candidate returns a snapshot of one candidate.
+func (d *Detector) Candidate(key string) (Candidate, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := d.cands[key]
+	if c == nil {
+		return Candidate{}, false
+	}
+	return *c, true
+}
+
+// Candidates returns snapshots of all candidates, sorted by key.
+func (d *Detector) Candidates() []Candidate {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]Candidate, 0, len(d.cands))
+	for _, c := range d.cands {
+		out = append(out, *c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// Restore loads candidates saved from an earlier run.
+func (d *Detector) Restore(cs []Candidate) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i := range cs {
+		c := cs[i]
+		if c.Key == "" || c.AOrigin == "" || c.BOrigin == "" {
+			return fmt.Errorf("mirror: bad candidate %+v", c)
+		}
+		if old := d.cands[c.Key]; old != nil {
+			*old = c
+			continue
+		}
+		d.add(&c)
+	}
+	return nil
+}
+
+// Qualified reports whether a same-host candidate has enough evidence to be
+// reported as a replicated prefix (it is never acted on).
+func (d *Detector) Qualified(c Candidate) bool {
+	return c.Compared >= d.o.Sample && c.Score() >= d.o.MinScore
+}

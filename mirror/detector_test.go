@@ -1,0 +1,146 @@
+package mirror
+
+import (
+	"fmt"
+	"testing"
+)
+
+func TestShape(t *testing.T) {
+	a := Shape([]string{"time", "06", "32", "50", "gmt", "november", "21", "2026"})
+	b := Shape([]string{"time", "06", "31", "36", "gmt", "november", "21", "2026"})
+	c := Shape([]string{"time", "06", "31", "36", "jst", "november", "21", "2026"})
+	if a != b {
+		t.Error("pages differing only in numbers must have the same shape")
+	}
+	if a == c {
+		t.Error("pages differing in a word must differ in shape")
+	}
+	if Shape([]string{"ab", "c"}) == Shape([]string{"a", "bc"}) {
+		t.Error("token boundaries must count")
+	}
+	if Shape([]string{"v2.39"}) != Shape([]string{"v2.55"}) {
+		t.Error("version strings are numbers")
+	}
+}
+
+// feed compares n paths of candidate key, the first matched of them matching.
+func feed(d *Detector, key string, n, matched int) Event {
+	var last Event
+	for i := 0; i < n; i++ {
+		if ev := d.Compare(key, i < matched); ev != NoChange {
+			last = ev
+		}
+	}
+	return last
+}
+
+func TestDecisionAndSkip(t *testing.T) {
+	d := NewDetector(Options{Sample: 10, MinScore: 0.9, VerifyEvery: 4})
+	key := d.Propose("http://b/pgsql/15.18/index.html", "http://a/docs/15/")
+	if key == "" {
+		t.Fatal("no candidate")
+	}
+	if again := d.Propose("http://b/pgsql/15.18/sql.html", "http://a/docs/15/sql.html"); again != key {
+		t.Fatalf("same mapping gave another key %q", again)
+	}
+	// Side B (host a) is ahead: side A (host b) becomes the mirror.
+	d.Observe("http://a/docs/15/x.html")
+	d.Observe("http://a/docs/15/y.html")
+	d.Observe("http://b/pgsql/15.18/x.html")
+	if _, _, ok := d.SkipTarget("http://b/pgsql/15.18/x.html"); ok {
+		t.Fatal("skipping before a decision")
+	}
+	if ev := feed(d, key, 9, 9); ev != NoChange {
+		t.Fatalf("decided after 9 comparisons: %v", ev)
+	}
+	if ev := d.Compare(key, true); ev != DecidedNow {
+		t.Fatalf("10/10 matches: %v, want DecidedNow", ev)
+	}
+	k, cp, ok := d.SkipTarget("http://b/pgsql/15.18/a/b.html")
+	if !ok || k != key || cp != "http://a/docs/15/a/b.html" {
+		t.Fatalf("SkipTarget = %q %q %v", k, cp, ok)
+	}
+	if _, _, ok := d.SkipTarget("http://a/docs/15/a/b.html"); ok {
+		t.Fatal("the original side must never be skipped")
+	}
+	if _, _, ok := d.SkipTarget("http://b/other/x.html"); ok {
+		t.Fatal("outside the prefix")
+	}
+	// One in VerifyEvery is fetched instead of skipped.
+	skips := 0
+	for i := 0; i < 8; i++ {
+		if d.Skip(key) {
+			skips++
+		}
+	}
+	if skips != 6 {
+		t.Errorf("skipped %d of 8 with VerifyEvery 4, want 6", skips)
+	}
+	// A verification stream that stops matching withdraws the decision.
+	if ev := feed(d, key, 5, 2); ev != WithdrawnNow {
+		t.Fatalf("2/5 verification matches: %v, want WithdrawnNow", ev)
+	}
+	if _, _, ok := d.SkipTarget("http://b/pgsql/15.18/a/b.html"); ok {
+		t.Fatal("still skipping after withdrawal")
+	}
+}
+
+func TestNoDecisionBelowScore(t *testing.T) {
+	d := NewDetector(DefaultOptions())
+	key := d.Propose("http://h4/doc/git/git.html", "http://h5/v2.39/git.html")
+	for i := 0; i < 40; i++ {
+		if ev := d.Compare(key, i%4 != 0); ev != NoChange {
+			t.Fatalf("75%% matching decided at comparison %d: %v", i+1, ev)
+		}
+	}
+	c, _ := d.Candidate(key)
+	if c.Decided || d.Qualified(c) {
+		t.Fatal("two-source near-duplicates must not become a mirror")
+	}
+}
+
+func TestSameHostIsReportedNotSkipped(t *testing.T) {
+	d := NewDetector(DefaultOptions())
+	key := d.Propose("http://h/npm/v10.9.2/commands/npm.html", "http://h/npm/v10.9.1/commands/npm.html")
+	feed(d, key, 10, 10)
+	c, _ := d.Candidate(key)
+	if !c.SameHost() || !d.Qualified(c) {
+		t.Fatalf("replicated prefix not qualified: %+v", c)
+	}
+	if _, _, ok := d.SkipTarget("http://h/npm/v10.9.2/x.html"); ok {
+		t.Fatal("same-host prefixes must not be skipped")
+	}
+}
+
+func TestCounterpartsBothDirectionsAndRestore(t *testing.T) {
+	d := NewDetector(DefaultOptions())
+	key := d.Propose("http://m/", "http://o/")
+	got := d.Counterparts("http://o/blog/p.html")
+	if len(got) != 1 || got[0].URL != "http://m/blog/p.html" || got[0].Side != SideB {
+		t.Fatalf("counterparts %+v", got)
+	}
+	feed(d, key, 10, 10)
+	d2 := NewDetector(DefaultOptions())
+	if err := d2.Restore(d.Candidates()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := d2.SkipTarget("http://m/x"); !ok {
+		t.Fatal("decision lost across restore")
+	}
+	if err := d2.Restore([]Candidate{{}}); err == nil {
+		t.Fatal("bad candidate accepted")
+	}
+}
+
+func TestMaxCandidates(t *testing.T) {
+	d := NewDetector(Options{MaxCandidates: 3})
+	n := 0
+	for i := 0; i < 10; i++ {
+		if d.Propose(fmt.Sprintf("http://m%d/x.html", i), "http://o/x.html") != "" {
+			n++
+		}
+	}
+	if n != 3 || len(d.Candidates()) != 3 {
+		t.Fatalf("candidates %d, want 3", n)
+	}
+}

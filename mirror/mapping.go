@@ -1,0 +1,100 @@
+// Package mirror finds mirrors by path overlap (Bharat and Broder): Host1/a/p
+// and Host2/b/p holding the same content for most paths p. It infers prefix
+// mappings from duplicate page pairs and maps URLs across them, so the crawl
+// can skip the copy of a page whose counterpart on the original is known.
+//
+// The package is pure: URLs in, decisions out; no network and no disk.
+package mirror
+
+import (
+	"net/url"
+	"strings"
+)
+
+// Mapping maps the URL space under one origin+prefix onto another: a URL
+// FromOrigin+FromPrefix+rest corresponds to ToOrigin+ToPrefix+rest.
+type Mapping struct {
+	FromOrigin string // scheme://host[:port] of the copy
+	FromPrefix string // path prefix on the copy, starting and ending with "/"
+	ToOrigin   string // scheme://host[:port] of the original
+	ToPrefix   string // path prefix on the original
+}
+
+// SameHost reports whether the mapping stays on one origin (replicated
+// prefixes of one site, rather than a mirror across hosts).
+func (m Mapping) SameHost() bool { return m.FromOrigin == m.ToOrigin }
+
+// Identity reports whether the mapping maps every URL onto itself.
+func (m Mapping) Identity() bool { return m.SameHost() && m.FromPrefix == m.ToPrefix }
+
+// Infer derives the mapping implied by the page at dup being a copy of the
+// page at orig: the longest common trailing run of path segments is the part
+// p that both share, and what precedes it on each side is the prefix. A
+// trailing "index.html" (or index.htm) counts as the directory itself, so
+// /a/index.html and /b/ give the prefixes /a/ and /b/.
+func Infer(dup, orig string) (Mapping, bool) {
+	du, err1 := url.Parse(dup)
+	ou, err2 := url.Parse(orig)
+	if err1 != nil || err2 != nil || du.Host == "" || ou.Host == "" {
+		return Mapping{}, false
+	}
+	ds := segments(dirForm(du.EscapedPath()))
+	os := segments(dirForm(ou.EscapedPath()))
+	// Common suffix, by segment. The last segment (the file name, "" for a
+	// directory) must agree, or the two pages share no path p at all.
+	n := 0
+	for n < len(ds) && n < len(os) && ds[len(ds)-1-n] == os[len(os)-1-n] {
+		n++
+	}
+	if n == 0 {
+		return Mapping{}, false
+	}
+	m := Mapping{
+		FromOrigin: du.Scheme + "://" + du.Host,
+		FromPrefix: "/" + joinDir(ds[:len(ds)-n]),
+		ToOrigin:   ou.Scheme + "://" + ou.Host,
+		ToPrefix:   "/" + joinDir(os[:len(os)-n]),
+	}
+	return m, true
+}
+
+// Apply maps u (a canonical absolute URL) onto the original. ok is false when
+// u is not under the mapping's FromOrigin+FromPrefix.
+func (m Mapping) Apply(u string) (string, bool) {
+	head := m.FromOrigin + m.FromPrefix
+	if !strings.HasPrefix(u, head) {
+		// The prefix directory itself without its trailing slash.
+		if u == strings.TrimSuffix(head, "/") && m.FromPrefix != "/" {
+			return strings.TrimSuffix(m.ToOrigin+m.ToPrefix, "/"), true
+		}
+		return "", false
+	}
+	return m.ToOrigin + m.ToPrefix + u[len(head):], true
+}
+
+// dirForm turns ".../index.html" into ".../".
+func dirForm(p string) string {
+	if p == "" {
+		return "/"
+	}
+	for _, idx := range []string{"index.html", "index.htm"} {
+		if strings.HasSuffix(p, "/"+idx) {
+			return p[:len(p)-len(idx)]
+		}
+	}
+	return p
+}
+
+// segments splits a path into its segments; a path ending in "/" has an
+// empty last segment (the directory's own page).
+func segments(p string) []string {
+	p = strings.TrimPrefix(p, "/")
+	return strings.Split(p, "/")
+}
+
+func joinDir(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return strings.Join(s, "/") + "/"
+}

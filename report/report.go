@@ -1,0 +1,323 @@
+// Package report renders the crawl report of Horseshoe in three formats: a
+// machine-readable JSON document (the public contract described in SCHEMA.md),
+// a plain-text summary that fits a 100-column terminal, and one self-contained
+// HTML file with inline CSS and inline SVG charts.
+//
+// The package is pure: the crawl engine fills a Data value from storage and
+// the writers render it to an io.Writer. Nothing here touches the network or
+// the disk, and the writers never modify the Data they are given.
+package report
+
+import (
+	"cmp"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Page classes, as stored in Page.Class.
+const (
+	ClassUnique           = "unique"
+	ClassExactDuplicate   = "exact_duplicate"
+	ClassNearDuplicate    = "near_duplicate"
+	ClassMirrorSkipped    = "mirror_skipped"
+	ClassRobotsDisallowed = "robots_disallowed"
+	ClassNotHTML          = "not_html"
+	ClassError            = "error"
+)
+
+// Duplicate detection methods, as stored in Page.Method.
+const (
+	MethodExact        = "exact"
+	MethodSupershingle = "supershingle"
+	MethodSimhash      = "simhash"
+	MethodMirror       = "mirror"
+)
+
+// Classes returns the seven page classes in report order. It returns a fresh
+// slice on every call, so callers may modify it.
+func Classes() []string {
+	return []string{
+		ClassUnique, ClassExactDuplicate, ClassNearDuplicate, ClassMirrorSkipped,
+		ClassRobotsDisallowed, ClassNotHTML, ClassError,
+	}
+}
+
+// Page is one page record: a URL the crawler fetched or decided not to fetch.
+type Page struct {
+	URL         string    `json:"url"`
+	Host        string    `json:"host"`
+	Status      int       `json:"status"` // HTTP status, 0 if not fetched
+	ContentType string    `json:"content_type"`
+	Title       string    `json:"title,omitempty"`
+	Class       string    `json:"class"`                  // one of the Class* constants
+	DuplicateOf string    `json:"duplicate_of,omitempty"` // URL of the original
+	Similarity  float64   `json:"similarity,omitempty"`   // estimated Jaccard (1 for exact)
+	Method      string    `json:"method,omitempty"`       // one of the Method* constants
+	Depth       int       `json:"depth"`
+	FetchedAt   time.Time `json:"fetched_at"`
+	Error       string    `json:"error,omitempty"`
+}
+
+// Mirror is a mapping from a path prefix on one host to a path prefix whose
+// content it replicates, together with the evidence for it. Between two hosts
+// it is a mirror; within one host it is a replicated prefix.
+type Mirror struct {
+	Host           string  `json:"host"`
+	Prefix         string  `json:"prefix"`
+	MirrorOf       string  `json:"mirror_of"` // host of the original
+	OriginalPrefix string  `json:"original_prefix"`
+	PathsCompared  int     `json:"paths_compared"`
+	PathsMatched   int     `json:"paths_matched"`
+	Score          float64 `json:"score"`
+	RequestsSaved  int     `json:"requests_saved"`
+}
+
+// Stats are the crawl-wide counters.
+type Stats struct {
+	Pages    int            `json:"pages"`    // page records
+	Requests int            `json:"requests"` // HTTP requests sent (incl. robots.txt)
+	ByClass  map[string]int `json:"by_class"` // every class present, zero counts for the 7 classes
+	Hosts    int            `json:"hosts"`
+	Started  time.Time      `json:"started"`
+	Finished time.Time      `json:"finished,omitzero"` // absent while the crawl runs
+	Complete bool           `json:"complete"`          // frontier exhausted
+}
+
+// CurvePoint is one point of the supershingle filter curve: the probability
+// that two documents with resemblance Jaccard are reported as candidates.
+type CurvePoint struct {
+	Jaccard     float64 `json:"jaccard"`
+	Probability float64 `json:"probability"`
+}
+
+// Data is everything a report shows.
+type Data struct {
+	Stats              Stats        `json:"stats"`
+	Pages              []Page       `json:"pages"`
+	Mirrors            []Mirror     `json:"mirrors"`             // never null in JSON: [] when empty
+	ReplicatedPrefixes []Mirror     `json:"replicated_prefixes"` // same-host prefix pairs; never null
+	Filter             string       `json:"filter"`              // e.g. "altavista 6x14 r=2"
+	Curve              []CurvePoint `json:"filter_curve"`
+}
+
+// HostRow is the per-host summary shown in the text and HTML reports.
+type HostRow struct {
+	Host string
+	// Fetched counts pages that got an HTTP response (Status > 0).
+	Fetched int
+	// Unique, Exact, Near and MirrorSkipped count pages of those classes.
+	Unique, Exact, Near, MirrorSkipped int
+	// Other counts robots_disallowed, not_html, error and unknown classes.
+	Other int
+	// DupRatio is (Exact+Near+MirrorSkipped) / (Unique+Exact+Near+MirrorSkipped):
+	// the share of the host's HTML content that duplicated content seen
+	// elsewhere, 0 when the host has no such pages.
+	DupRatio float64
+}
+
+// Total returns the number of page records of the host.
+func (r HostRow) Total() int {
+	return r.Unique + r.Exact + r.Near + r.MirrorSkipped + r.Other
+}
+
+// PageHost returns p.Host, or the host of p.URL when p.Host is empty.
+func PageHost(p *Page) string {
+	if p.Host != "" {
+		return p.Host
+	}
+	u, err := url.Parse(p.URL)
+	if err != nil || u.Host == "" {
+		return "(unknown)"
+	}
+	return u.Host
+}
+
+// Hosts computes one row per host, sorted by host name in numeric-aware
+// order, so that 10.0.0.9 sorts before 10.0.0.10 and host:8080 after host:443.
+func Hosts(d *Data) []HostRow {
+	if d == nil {
+		return nil
+	}
+	idx := make(map[string]int)
+	var rows []HostRow
+	for i := range d.Pages {
+		p := &d.Pages[i]
+		h := PageHost(p)
+		j, ok := idx[h]
+		if !ok {
+			j = len(rows)
+			idx[h] = j
+			rows = append(rows, HostRow{Host: h})
+		}
+		r := &rows[j]
+		if p.Status > 0 {
+			r.Fetched++
+		}
+		switch p.Class {
+		case ClassUnique:
+			r.Unique++
+		case ClassExactDuplicate:
+			r.Exact++
+		case ClassNearDuplicate:
+			r.Near++
+		case ClassMirrorSkipped:
+			r.MirrorSkipped++
+		default:
+			r.Other++
+		}
+	}
+	for i := range rows {
+		r := &rows[i]
+		dup := r.Exact + r.Near + r.MirrorSkipped
+		if den := dup + r.Unique; den > 0 {
+			r.DupRatio = float64(dup) / float64(den)
+		}
+	}
+	slices.SortFunc(rows, func(a, b HostRow) int { return naturalCompare(a.Host, b.Host) })
+	return rows
+}
+
+// Cluster is a group of duplicates of one original page.
+type Cluster struct {
+	Representative string // URL of the original
+	Members        []Page // pages whose DuplicateOf is Representative
+}
+
+// Clusters groups the pages that name an original in DuplicateOf by that
+// original. Clusters are sorted by size, largest first, then by
+// representative URL; members by similarity, highest first, then by URL.
+func Clusters(d *Data) []Cluster {
+	if d == nil {
+		return nil
+	}
+	idx := make(map[string]int)
+	var out []Cluster
+	for _, p := range d.Pages {
+		if p.DuplicateOf == "" {
+			continue
+		}
+		j, ok := idx[p.DuplicateOf]
+		if !ok {
+			j = len(out)
+			idx[p.DuplicateOf] = j
+			out = append(out, Cluster{Representative: p.DuplicateOf})
+		}
+		out[j].Members = append(out[j].Members, p)
+	}
+	for i := range out {
+		slices.SortFunc(out[i].Members, func(a, b Page) int {
+			if c := cmp.Compare(b.Similarity, a.Similarity); c != 0 {
+				return c
+			}
+			return strings.Compare(a.URL, b.URL)
+		})
+	}
+	slices.SortFunc(out, func(a, b Cluster) int {
+		if c := cmp.Compare(len(b.Members), len(a.Members)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Representative, b.Representative)
+	})
+	return out
+}
+
+// CountClasses counts pages by class. The result holds all seven classes,
+// with zero counts for the absent ones, plus any unknown class present.
+func CountClasses(pages []Page) map[string]int {
+	m := make(map[string]int, 7)
+	for _, c := range Classes() {
+		m[c] = 0
+	}
+	for i := range pages {
+		m[pages[i].Class]++
+	}
+	return m
+}
+
+// RequestsSaved sums the requests saved by mirrors and replicated prefixes.
+func RequestsSaved(d *Data) int {
+	if d == nil {
+		return 0
+	}
+	n := 0
+	for _, m := range d.Mirrors {
+		n += m.RequestsSaved
+	}
+	for _, m := range d.ReplicatedPrefixes {
+		n += m.RequestsSaved
+	}
+	return n
+}
+
+// byClass returns the class counts to report: d.Stats.ByClass when the engine
+// filled it in (completed with zeros for the seven classes), otherwise the
+// counts derived from d.Pages.
+func byClass(d *Data) map[string]int {
+	if d.Stats.ByClass == nil {
+		return CountClasses(d.Pages)
+	}
+	m := make(map[string]int, len(d.Stats.ByClass)+7)
+	for _, c := range Classes() {
+		m[c] = 0
+	}
+	for k, v := range d.Stats.ByClass {
+		m[k] = v
+	}
+	return m
+}
+
+// classOrder returns the keys of counts: the seven classes in report order,
+// then any unknown classes sorted by name.
+func classOrder(counts map[string]int) []string {
+	out := Classes()
+	var extra []string
+	for k := range counts {
+		if !slices.Contains(out, k) {
+			extra = append(extra, k)
+		}
+	}
+	slices.Sort(extra)
+	return append(out, extra...)
+}
+
+// naturalCompare compares strings so that runs of ASCII digits compare by
+// numeric value: "10.0.0.9" < "10.0.0.10", "a2" < "a10". Strings that are
+// equal under that order (e.g. "a01" and "a1") fall back to byte order, so the
+// order is total.
+func naturalCompare(a, b string) int {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		ca, cb := a[i], b[j]
+		if isDigit(ca) && isDigit(cb) {
+			si, sj := i, j
+			for i < len(a) && isDigit(a[i]) {
+				i++
+			}
+			for j < len(b) && isDigit(b[j]) {
+				j++
+			}
+			na := strings.TrimLeft(a[si:i], "0")
+			nb := strings.TrimLeft(b[sj:j], "0")
+			if c := cmp.Compare(len(na), len(nb)); c != 0 {
+				return c
+			}
+			if c := strings.Compare(na, nb); c != 0 {
+				return c
+			}
+			continue
+		}
+		if ca != cb {
+			return cmp.Compare(ca, cb)
+		}
+		i++
+		j++
+	}
+	if c := cmp.Compare(len(a)-i, len(b)-j); c != 0 {
+		return c
+	}
+	return strings.Compare(a, b)
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }

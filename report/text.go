@@ -1,0 +1,200 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// TextWidth is the maximum width, in terminal columns, of a line written by
+// WriteText.
+const TextWidth = 100
+
+// Limits of the text report.
+const (
+	textClusters       = 10 // clusters listed
+	textClusterMembers = 5  // members listed per cluster
+	textHostColumn     = 40 // width of the host column
+	textBarWidth       = 40 // width of the class histogram bars
+)
+
+// WriteText writes a plain-text report that fits a TextWidth-column terminal:
+// summary counts, pages by class, the per-host table, the ten largest
+// duplicate clusters, mirrors and replicated prefixes. Long URLs and host
+// names are shortened with an ellipsis in the middle, and control characters
+// from the web are replaced so they cannot drive the terminal.
+func WriteText(w io.Writer, d *Data) error {
+	if d == nil {
+		return fmt.Errorf("report: write text: %w", ErrNilData)
+	}
+	n := normalized(d)
+	bw := bufio.NewWriter(w)
+	t := &textWriter{w: bw}
+
+	t.summary(n)
+	t.classes(n)
+	t.hosts(Hosts(n))
+	t.clusters(Clusters(n))
+	t.mirrors("MIRRORS", n.Mirrors)
+	t.mirrors("REPLICATED PREFIXES", n.ReplicatedPrefixes)
+
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("report: write text: %w", err)
+	}
+	return nil
+}
+
+// textWriter writes lines to a bufio.Writer, whose error is sticky and
+// reported by Flush.
+type textWriter struct {
+	w   *bufio.Writer
+	buf []byte // scratch space for one line
+}
+
+// line writes one formatted line without trailing spaces.
+func (t *textWriter) line(format string, args ...any) {
+	t.buf = fmt.Appendf(t.buf[:0], format, args...)
+	t.buf = append(bytes.TrimRight(t.buf, " "), '\n')
+	t.w.Write(t.buf)
+}
+
+func (t *textWriter) heading(s string) {
+	t.w.WriteByte('\n')
+	t.line("%s", s)
+	t.line("%s", strings.Repeat("-", displayWidth(s)))
+}
+
+func (t *textWriter) summary(d *Data) {
+	t.line("HORSESHOE CRAWL REPORT")
+	t.line("======================")
+	fin := formatTime(d.Stats.Finished)
+	if dur := duration(d.Stats); dur != "" {
+		fin += " (" + dur + ")"
+	}
+	t.line("  %-10s %-26s %-10s %s", "started", formatTime(d.Stats.Started), "finished", fin)
+	complete := "no (frontier not exhausted)"
+	if d.Stats.Complete {
+		complete = "yes (frontier exhausted)"
+	}
+	t.line("  %-10s %s", "complete", complete)
+	filter := d.Filter
+	if filter == "" {
+		filter = "-"
+	}
+	t.line("  %-10s %s", "filter", truncateMiddle(filter, TextWidth-13))
+	t.line("  %-10s %-12d %-10s %-12d %-7s %d", "pages", d.Stats.Pages, "requests", d.Stats.Requests,
+		"hosts", d.Stats.Hosts)
+	exact, near := d.Stats.ByClass[ClassExactDuplicate], d.Stats.ByClass[ClassNearDuplicate]
+	t.line("  %-10s %d (%d exact, %d near); %d mirror-skipped, saving %d requests", "duplicates",
+		exact+near, exact, near, d.Stats.ByClass[ClassMirrorSkipped], RequestsSaved(d))
+}
+
+func (t *textWriter) classes(d *Data) {
+	t.heading("PAGES BY CLASS")
+	total, most := 0, 0
+	for _, v := range d.Stats.ByClass {
+		total += v
+		most = max(most, v)
+	}
+	for _, c := range classOrder(d.Stats.ByClass) {
+		v := d.Stats.ByClass[c]
+		pct := 0.0
+		if total > 0 {
+			pct = 100 * float64(v) / float64(total)
+		}
+		bar := 0
+		if most > 0 {
+			bar = (v*textBarWidth + most - 1) / most
+		}
+		t.line("  %s %9d %6.1f%%  %s", pad(c, 20), v, pct, strings.Repeat("#", bar))
+	}
+}
+
+func (t *textWriter) hosts(rows []HostRow) {
+	t.heading(fmt.Sprintf("HOSTS (%d)", len(rows)))
+	if len(rows) == 0 {
+		t.line("  none")
+		return
+	}
+	t.line("  %s %7s %7s %7s %7s %7s %7s %7s", pad("HOST", textHostColumn),
+		"FETCHED", "UNIQUE", "EXACT", "NEAR", "MIRROR", "OTHER", "DUP%")
+	var sum HostRow
+	for _, r := range rows {
+		t.line("  %s %7d %7d %7d %7d %7d %7d %6.1f%%", pad(r.Host, textHostColumn),
+			r.Fetched, r.Unique, r.Exact, r.Near, r.MirrorSkipped, r.Other, 100*r.DupRatio)
+		sum.Fetched += r.Fetched
+		sum.Unique += r.Unique
+		sum.Exact += r.Exact
+		sum.Near += r.Near
+		sum.MirrorSkipped += r.MirrorSkipped
+		sum.Other += r.Other
+	}
+	if dup := sum.Exact + sum.Near + sum.MirrorSkipped; dup+sum.Unique > 0 {
+		sum.DupRatio = float64(dup) / float64(dup+sum.Unique)
+	}
+	t.line("  %s %7d %7d %7d %7d %7d %7d %6.1f%%", pad("TOTAL", textHostColumn),
+		sum.Fetched, sum.Unique, sum.Exact, sum.Near, sum.MirrorSkipped, sum.Other, 100*sum.DupRatio)
+}
+
+func (t *textWriter) clusters(cs []Cluster) {
+	shown := min(len(cs), textClusters)
+	t.heading(fmt.Sprintf("TOP DUPLICATE CLUSTERS (%d of %d)", shown, len(cs)))
+	if len(cs) == 0 {
+		t.line("  none")
+		return
+	}
+	for i, c := range cs[:shown] {
+		head := fmt.Sprintf("  %2d. %d %s of ", i+1, len(c.Members), plural(len(c.Members), "duplicate", "duplicates"))
+		t.line("%s%s", head, truncateMiddle(c.Representative, TextWidth-displayWidth(head)))
+		for _, m := range c.Members[:min(len(c.Members), textClusterMembers)] {
+			method := m.Method
+			if method == "" {
+				method = "-"
+			}
+			prefix := fmt.Sprintf("      %s %5.3f %s ", pad(m.Class, 15), m.Similarity, pad(method, 12))
+			t.line("%s%s", prefix, truncateMiddle(m.URL, TextWidth-displayWidth(prefix)))
+		}
+		if more := len(c.Members) - textClusterMembers; more > 0 {
+			t.line("      … and %d more", more)
+		}
+	}
+}
+
+func (t *textWriter) mirrors(title string, ms []Mirror) {
+	t.heading(fmt.Sprintf("%s (%d)", title, len(ms)))
+	if len(ms) == 0 {
+		t.line("  none")
+		return
+	}
+	const side = (TextWidth - 2 - 4) / 2
+	for _, m := range ms {
+		t.line("  %s -> %s", pad(m.Host+m.Prefix, side), truncateMiddle(m.MirrorOf+m.OriginalPrefix, side))
+		t.line("      score %.3f   paths matched %d of %d   requests saved %d",
+			m.Score, m.PathsMatched, m.PathsCompared, m.RequestsSaved)
+	}
+}
+
+func formatTime(tm time.Time) string {
+	if tm.IsZero() {
+		return "-"
+	}
+	return tm.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// duration formats the crawl's wall time, or "" when it is not known.
+func duration(s Stats) string {
+	if s.Started.IsZero() || s.Finished.IsZero() || s.Finished.Before(s.Started) {
+		return ""
+	}
+	return s.Finished.Sub(s.Started).Round(time.Second).String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

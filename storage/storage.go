@@ -1,0 +1,658 @@
+// Package storage keeps a crawl on disk in Badger: page records, raw
+// responses, visible text, dedup signatures, the frontier's queues and
+// seen-set, robots.txt entries and mirror evidence. It implements the
+// persistence interfaces that frontier/ and fetch/ declare.
+//
+// Every page is committed in one transaction (its record, raw response,
+// text, signature, the removal of its queue entry and the queue entries and
+// seen marks of the links it contributed), so a crash between two pages loses
+// nothing that was recorded and leaves no half-written page.
+//
+// Key space (all keys are prefixed by one letter and '/'):
+//
+//	m/<name>            crawl metadata (schema version, settings, counters)
+//	s/<url>             seen URL -> page id (8 bytes)
+//	q/<host>\x00<seq>   queued item (JSON), seq big-endian
+//	p/<id>              page record (JSON)
+//	r/<id>              raw HTTP response (status line, headers, body)
+//	w/<id>              raw HTTP request
+//	t/<id>              visible text
+//	g/<id>              dedup signature (dedup.Signature binary form)
+//	k/<url>             record of a URL skipped as a copy (mirror_skipped), JSON Page
+//	d/<url>\x00<id>     a URL skipped because its counterpart <url> was known (JSON)
+//	b/<host>            robots.txt entry (JSON)
+//	x/<kind>/<key>      mirror evidence and decisions (JSON)
+package storage
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/horseshoe-crawler/horseshoe/fetch"
+	"github.com/horseshoe-crawler/horseshoe/frontier"
+)
+
+// SchemaVersion identifies the on-disk layout. A data dir written by another
+// version is refused with ErrVersion rather than misread.
+const SchemaVersion = "horseshoe-storage-1"
+
+var (
+	// ErrLocked means another process has the data dir open.
+	ErrLocked = errors.New("data dir is in use by another crawl")
+	// ErrVersion means the data dir was written by an incompatible version.
+	ErrVersion = errors.New("data dir was written by an incompatible version of Horseshoe")
+	// ErrNotDataDir means the directory holds something other than a crawl.
+	ErrNotDataDir = errors.New("directory is not a Horseshoe data dir")
+	// ErrNotFound is returned for a missing record.
+	ErrNotFound = errors.New("not found")
+)
+
+// Options configures the store.
+type Options struct {
+	SyncWrites bool // fsync each commit
+	ReadOnly   bool // open for export/report while no crawl runs
+	Logger     *slog.Logger
+}
+
+// DB is an open crawl store. Its methods are safe for concurrent use.
+type DB struct {
+	db     *badger.DB
+	logger *slog.Logger
+	nextID atomic.Uint64
+	idMu   sync.Mutex
+}
+
+// Open opens (creating if needed) the crawl store in dir.
+func Open(dir string, o Options) (*DB, error) {
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := checkDir(dir, o.ReadOnly); err != nil {
+		return nil, err
+	}
+	bo := badger.DefaultOptions(dir).
+		WithLogger(badgerLogger{logger.With("system", "badger")}).
+		WithSyncWrites(o.SyncWrites).
+		WithReadOnly(o.ReadOnly).
+		WithMemTableSize(16 << 20).
+		WithNumMemtables(3).
+		WithBlockCacheSize(32 << 20).
+		WithValueThreshold(4 << 10).
+		WithNumCompactors(2).
+		WithNumVersionsToKeep(1).
+		WithCompactL0OnClose(false)
+	db, err := badger.Open(bo)
+	if err != nil {
+		msg := err.Error()
+		if strings.Contains(msg, "Cannot acquire directory lock") || strings.Contains(msg, "resource temporarily unavailable") {
+			return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
+		}
+		if errors.Is(err, os.ErrPermission) || strings.Contains(msg, "permission denied") {
+			return nil, fmt.Errorf("cannot open data dir %s: permission denied: %w", dir, err)
+		}
+		return nil, fmt.Errorf("cannot open data dir %s: %w", dir, err)
+	}
+	d := &DB{db: db, logger: logger}
+	if err := d.checkVersion(o.ReadOnly); err != nil {
+		db.Close()
+		return nil, err
+	}
+	var next uint64
+	if b, err := d.GetMeta("next_id"); err == nil && len(b) == 8 {
+		next = binary.BigEndian.Uint64(b)
+	}
+	if next == 0 {
+		next = 1
+	}
+	d.nextID.Store(next)
+	return d, nil
+}
+
+func checkDir(dir string, readOnly bool) error {
+	st, err := os.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		if readOnly {
+			return fmt.Errorf("data dir %s does not exist", dir)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("cannot create data dir: %w", err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cannot open data dir: %w", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%w: %s is a file", ErrNotDataDir, dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("cannot read data dir: %w", err)
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, "MANIFEST")); err != nil {
+		return fmt.Errorf("%w: %s has files but no Badger MANIFEST", ErrNotDataDir, dir)
+	}
+	return nil
+}
+
+func (d *DB) checkVersion(readOnly bool) error {
+	v, err := d.GetMeta("version")
+	if errors.Is(err, ErrNotFound) {
+		empty := true
+		_ = d.db.View(func(txn *badger.Txn) error {
+			it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false})
+			defer it.Close()
+			it.Rewind()
+			empty = !it.Valid()
+			return nil
+		})
+		if !empty {
+			return fmt.Errorf("%w: no version record", ErrVersion)
+		}
+		if readOnly {
+			return fmt.Errorf("%w: empty store", ErrNotDataDir)
+		}
+		return d.PutMeta("version", []byte(SchemaVersion))
+	}
+	if err != nil {
+		return err
+	}
+	if string(v) != SchemaVersion {
+		return fmt.Errorf("%w: found %q, this build reads %q", ErrVersion, v, SchemaVersion)
+	}
+	return nil
+}
+
+// Close flushes and closes the store.
+func (d *DB) Close() error { return d.db.Close() }
+
+// Badger exposes the underlying database (for tests and tools).
+func (d *DB) Badger() *badger.DB { return d.db }
+
+// GetMeta returns the metadata value name.
+func (d *DB) GetMeta(name string) ([]byte, error) { return d.get(metaKey(name)) }
+
+// PutMeta stores a metadata value.
+func (d *DB) PutMeta(name string, v []byte) error {
+	return d.db.Update(func(txn *badger.Txn) error { return txn.Set(metaKey(name), v) })
+}
+
+func (d *DB) get(key []byte) ([]byte, error) {
+	var out []byte
+	err := d.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(key)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		out, err = item.ValueCopy(nil)
+		return err
+	})
+	return out, err
+}
+
+func metaKey(name string) []byte { return []byte("m/" + name) }
+func seenKey(u string) []byte    { return []byte("s/" + u) }
+func idKey(p byte, id uint64) []byte {
+	k := []byte{p, '/', 0, 0, 0, 0, 0, 0, 0, 0}
+	binary.BigEndian.PutUint64(k[2:], id)
+	return k
+}
+func queueKey(host string, seq uint64) []byte {
+	k := make([]byte, 0, len(host)+11)
+	k = append(k, "q/"...)
+	k = append(k, host...)
+	k = append(k, 0)
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+func depKey(counterpart string, id uint64) []byte {
+	k := append([]byte("d/"+counterpart), 0)
+	return binary.BigEndian.AppendUint64(k, id)
+}
+
+// Update runs fn in one read-write transaction, retrying on conflict. The
+// crawl engine funnels all per-page writes through one committer, so
+// conflicts are rare; the retry keeps concurrent writers correct anyway.
+func (d *DB) Update(fn func(tx *Tx) error) error {
+	for attempt := 0; ; attempt++ {
+		tx := &Tx{d: d}
+		err := d.db.Update(func(txn *badger.Txn) error {
+			tx.txn = txn
+			if err := fn(tx); err != nil {
+				return err
+			}
+			if tx.idUsed {
+				return txn.Set(metaKey("next_id"), binary.BigEndian.AppendUint64(nil, tx.idHigh))
+			}
+			return nil
+		})
+		if errors.Is(err, badger.ErrConflict) && attempt < 10 {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("storage: %w", err)
+		}
+		return nil
+	}
+}
+
+// Tx is one write transaction.
+type Tx struct {
+	d      *DB
+	txn    *badger.Txn
+	idUsed bool
+	idHigh uint64
+}
+
+// NewID allocates a page id. Ids are never reused, even when the transaction
+// that took one fails.
+func (t *Tx) NewID() uint64 {
+	id := t.d.nextID.Add(1) - 1
+	t.idUsed = true
+	if id+1 > t.idHigh {
+		t.idHigh = id + 1
+	}
+	return id
+}
+
+// SeenID returns the page id of a seen URL.
+func (t *Tx) SeenID(u string) (uint64, bool, error) {
+	item, err := t.txn.Get(seenKey(u))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	var id uint64
+	err = item.Value(func(v []byte) error {
+		if len(v) == 8 {
+			id = binary.BigEndian.Uint64(v)
+		}
+		return nil
+	})
+	return id, true, err
+}
+
+// MarkSeen records u as seen under page id.
+func (t *Tx) MarkSeen(u string, id uint64) error {
+	return t.txn.Set(seenKey(u), binary.BigEndian.AppendUint64(nil, id))
+}
+
+// PutQueue stores a queued item under its host and sequence number.
+func (t *Tx) PutQueue(it frontier.Item) error {
+	b, err := json.Marshal(it)
+	if err != nil {
+		return err
+	}
+	return t.txn.Set(queueKey(it.Host, it.Seq), b)
+}
+
+// DeleteQueue removes a queue entry (its page is recorded).
+func (t *Tx) DeleteQueue(host string, seq uint64) error {
+	return t.txn.Delete(queueKey(host, seq))
+}
+
+// PutPage stores a page record.
+func (t *Tx) PutPage(p *Page) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	return t.txn.Set(idKey('p', p.ID), b)
+}
+
+// PutRaw stores the raw request and response of page id.
+func (t *Tx) PutRaw(id uint64, request, response []byte) error {
+	if err := t.txn.Set(idKey('w', id), request); err != nil {
+		return err
+	}
+	return t.txn.Set(idKey('r', id), response)
+}
+
+// PutText stores the visible text of page id.
+func (t *Tx) PutText(id uint64, text string) error {
+	return t.txn.Set(idKey('t', id), []byte(text))
+}
+
+// PutSignature stores the dedup signature of page id (unique pages only: the
+// dedup index is rebuilt from these after a restart).
+func (t *Tx) PutSignature(id uint64, sig []byte) error {
+	return t.txn.Set(idKey('g', id), sig)
+}
+
+// Dependent is a URL that was not fetched because its counterpart (the same
+// path on the page's original) was already known. If the counterpart fails,
+// the dependent is queued after all.
+type Dependent struct {
+	ID    uint64 `json:"id"`
+	URL   string `json:"url"`
+	Depth int    `json:"depth"`
+	Via   string `json:"via,omitempty"`
+	Seen  bool   `json:"seen,omitempty"` // URL is in the seen-set with a mirror_skipped page record
+}
+
+// AddDependent records that d waits on counterpart's outcome.
+func (t *Tx) AddDependent(counterpart string, d Dependent) error {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	return t.txn.Set(depKey(counterpart, d.ID), b)
+}
+
+// TakeDependents returns and removes the dependents of counterpart.
+func (t *Tx) TakeDependents(counterpart string) ([]Dependent, error) {
+	prefix := append([]byte("d/"+counterpart), 0)
+	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 16})
+	var out []Dependent
+	var keys [][]byte
+	for it.Rewind(); it.Valid(); it.Next() {
+		var d Dependent
+		if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &d) }); err != nil {
+			it.Close()
+			return nil, err
+		}
+		out = append(out, d)
+		keys = append(keys, it.Item().KeyCopy(nil))
+	}
+	it.Close()
+	for _, k := range keys {
+		if err := t.txn.Delete(k); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// PutSkipped records a URL that is not fetched because it is a copy of a
+// known page. Skipped URLs are not marked seen: if a unique page links to one
+// later, it is queued and fetched after all (and DeleteSkipped drops this).
+func (t *Tx) PutSkipped(p *Page) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	return t.txn.Set([]byte("k/"+p.URL), b)
+}
+
+// DeleteSkipped removes the skip record of u, if there is one.
+func (t *Tx) DeleteSkipped(u string) error {
+	k := []byte("k/" + u)
+	if _, err := t.txn.Get(k); errors.Is(err, badger.ErrKeyNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	return t.txn.Delete(k)
+}
+
+// GetPage reads a page record inside the transaction.
+func (t *Tx) GetPage(id uint64) (*Page, error) {
+	item, err := t.txn.Get(idKey('p', id))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	var p Page
+	err = item.Value(func(v []byte) error { return json.Unmarshal(v, &p) })
+	return &p, err
+}
+
+// PutMeta stores a metadata value inside the transaction.
+func (t *Tx) PutMeta(name string, v []byte) error { return t.txn.Set(metaKey(name), v) }
+
+// PutEvidence stores a mirror-evidence or decision record.
+func (t *Tx) PutEvidence(kind, key string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return t.txn.Set([]byte("x/"+kind+"/"+key), b)
+}
+
+// ---- read side ----
+
+// Page reads one page record.
+func (d *DB) Page(id uint64) (*Page, error) {
+	b, err := d.get(idKey('p', id))
+	if err != nil {
+		return nil, err
+	}
+	var p Page
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("page %d: %w", id, err)
+	}
+	return &p, nil
+}
+
+// Text reads the visible text of page id.
+func (d *DB) Text(id uint64) (string, error) {
+	b, err := d.get(idKey('t', id))
+	return string(b), err
+}
+
+// Raw reads the raw request and response of page id.
+func (d *DB) Raw(id uint64) (request, response []byte, err error) {
+	if request, err = d.get(idKey('w', id)); err != nil {
+		return nil, nil, err
+	}
+	response, err = d.get(idKey('r', id))
+	return request, response, err
+}
+
+// ForEachPage calls fn for every page record in id order.
+func (d *DB) ForEachPage(fn func(*Page) error) error {
+	return d.scan([]byte("p/"), func(_, v []byte) error {
+		var p Page
+		if err := json.Unmarshal(v, &p); err != nil {
+			return err
+		}
+		return fn(&p)
+	})
+}
+
+// ForEachSkipped calls fn for every skip record (class mirror_skipped).
+func (d *DB) ForEachSkipped(fn func(*Page) error) error {
+	return d.scan([]byte("k/"), func(_, v []byte) error {
+		var p Page
+		if err := json.Unmarshal(v, &p); err != nil {
+			return err
+		}
+		return fn(&p)
+	})
+}
+
+// ForEachSignature calls fn for every stored dedup signature in id order.
+func (d *DB) ForEachSignature(fn func(id uint64, sig []byte) error) error {
+	return d.scan([]byte("g/"), func(k, v []byte) error {
+		return fn(binary.BigEndian.Uint64(k[2:]), v)
+	})
+}
+
+// ForEachEvidence calls fn for every record of kind.
+func (d *DB) ForEachEvidence(kind string, fn func(key string, v []byte) error) error {
+	prefix := []byte("x/" + kind + "/")
+	return d.scan(prefix, func(k, v []byte) error { return fn(string(k[len(prefix):]), v) })
+}
+
+func (d *DB) scan(prefix []byte, fn func(k, v []byte) error) error {
+	return d.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 64})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			if err := item.Value(func(v []byte) error { return fn(item.Key(), v) }); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Seen reports whether u is in the seen-set.
+func (d *DB) Seen(u string) (bool, error) {
+	_, err := d.get(seenKey(u))
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// ---- frontier.Store ----
+
+// QueueHosts implements frontier.Store.
+func (d *DB) QueueHosts() ([]frontier.HostInfo, error) {
+	var out []frontier.HostInfo
+	err := d.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte("q/")})
+		defer it.Close()
+		var cur *frontier.HostInfo
+		for it.Rewind(); it.Valid(); it.Next() {
+			k := it.Item().Key()
+			rest := k[2:]
+			// host \x00 seq(8 bytes): the tail has a fixed size, and
+			// seq itself may contain zero bytes.
+			if len(rest) < 9 || rest[len(rest)-9] != 0 {
+				continue
+			}
+			host := string(rest[:len(rest)-9])
+			seq := binary.BigEndian.Uint64(rest[len(rest)-8:])
+			if cur == nil || cur.Host != host {
+				out = append(out, frontier.HostInfo{Host: host, MinSeq: seq})
+				cur = &out[len(out)-1]
+			}
+			cur.Count++
+			cur.MaxSeq = seq
+		}
+		return nil
+	})
+	return out, err
+}
+
+// LoadQueue implements frontier.Store.
+func (d *DB) LoadQueue(host string, from uint64, n int) ([]frontier.Item, error) {
+	var out []frontier.Item
+	prefix := append([]byte("q/"+host), 0)
+	err := d.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: n})
+		defer it.Close()
+		for it.Seek(queueKey(host, from)); it.Valid() && len(out) < n; it.Next() {
+			k := it.Item().Key()
+			var item frontier.Item
+			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &item) }); err != nil {
+				return err
+			}
+			item.Host = host
+			item.Seq = binary.BigEndian.Uint64(k[len(k)-8:])
+			out = append(out, item)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ---- fetch.RobotsStore ----
+
+// LoadRobots implements fetch.RobotsStore.
+func (d *DB) LoadRobots(host string) (fetch.RobotsEntry, bool, error) {
+	var e fetch.RobotsEntry
+	b, err := d.get([]byte("b/" + host))
+	if errors.Is(err, ErrNotFound) {
+		return e, false, nil
+	}
+	if err != nil {
+		return e, false, err
+	}
+	if err := json.Unmarshal(b, &e); err != nil {
+		return e, false, err
+	}
+	return e, true, nil
+}
+
+// SaveRobots implements fetch.RobotsStore.
+func (d *DB) SaveRobots(host string, e fetch.RobotsEntry) error {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	return d.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte("b/"+host), b) })
+}
+
+// ---- Badger logger adapter ----
+
+type badgerLogger struct{ l *slog.Logger }
+
+func (b badgerLogger) Errorf(f string, a ...any)   { b.l.Error(strings.TrimSpace(fmt.Sprintf(f, a...))) }
+func (b badgerLogger) Warningf(f string, a ...any) { b.l.Warn(strings.TrimSpace(fmt.Sprintf(f, a...))) }
+func (b badgerLogger) Infof(f string, a ...any)    { b.l.Debug(strings.TrimSpace(fmt.Sprintf(f, a...))) }
+func (b badgerLogger) Debugf(f string, a ...any)   { b.l.Debug(strings.TrimSpace(fmt.Sprintf(f, a...))) }
+
+// Page is the record of one URL the crawl dealt with, fetched or not.
+type Page struct {
+	ID          uint64    `json:"id"`
+	URL         string    `json:"url"`
+	FinalURL    string    `json:"final_url,omitempty"`
+	Host        string    `json:"host"`
+	Depth       int       `json:"depth"`
+	Via         string    `json:"via,omitempty"`
+	Status      int       `json:"status"`
+	ContentType string    `json:"content_type,omitempty"`
+	Title       string    `json:"title,omitempty"`
+	Lang        string    `json:"lang,omitempty"`
+	Class       string    `json:"class"`
+	DuplicateOf string    `json:"duplicate_of,omitempty"`
+	OriginalID  uint64    `json:"original_id,omitempty"`
+	Similarity  float64   `json:"similarity,omitempty"`
+	Method      string    `json:"method,omitempty"`
+	FetchedAt   time.Time `json:"fetched_at"`
+	DurationMS  float64   `json:"duration_ms,omitempty"`
+	Error       string    `json:"error,omitempty"`
+	ErrorClass  string    `json:"error_class,omitempty"`
+	RemoteIP    string    `json:"remote_ip,omitempty"`
+	Redirects   []string  `json:"redirects,omitempty"`
+	Canonical   string    `json:"canonical,omitempty"`
+	NoIndex     bool      `json:"noindex,omitempty"`
+	NoFollow    bool      `json:"nofollow,omitempty"`
+	Words       int       `json:"words,omitempty"`
+	Links       int       `json:"links,omitempty"`
+	Bytes       int       `json:"bytes,omitempty"`
+	SHA256      string    `json:"sha256,omitempty"`
+	SHA1        string    `json:"sha1,omitempty"` // base32, as WARC-Payload-Digest
+	Simhash     uint64    `json:"simhash,omitempty"`
+	Shape       uint64    `json:"shape,omitempty"` // mirror.Shape: token stream with numbers masked
+	HasRaw      bool      `json:"has_raw,omitempty"`
+}
+
+// Page classes.
+const (
+	ClassUnique           = "unique"
+	ClassExact            = "exact_duplicate"
+	ClassNear             = "near_duplicate"
+	ClassMirrorSkipped    = "mirror_skipped"
+	ClassRobotsDisallowed = "robots_disallowed"
+	ClassNotHTML          = "not_html"
+	ClassError            = "error"
+)
+
+// Classes lists every page class in report order.
+var Classes = []string{ClassUnique, ClassExact, ClassNear, ClassMirrorSkipped, ClassRobotsDisallowed, ClassNotHTML, ClassError}

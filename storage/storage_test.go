@@ -1,0 +1,204 @@
+package storage
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/fetch"
+	"github.com/horseshoe-crawler/horseshoe/frontier"
+)
+
+func open(t *testing.T, dir string) *DB {
+	t.Helper()
+	db, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func TestPageCommitAndReopen(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	var id uint64
+	err := db.Update(func(tx *Tx) error {
+		id = tx.NewID()
+		if err := tx.MarkSeen("http://a/x", id); err != nil {
+			return err
+		}
+		if err := tx.PutQueue(frontier.Item{ID: id, URL: "http://a/x", Host: "a", Seq: 7}); err != nil {
+			return err
+		}
+		if err := tx.PutPage(&Page{ID: id, URL: "http://a/x", Class: ClassUnique, FetchedAt: time.Unix(5, 0).UTC()}); err != nil {
+			return err
+		}
+		if err := tx.PutText(id, "hello world"); err != nil {
+			return err
+		}
+		if err := tx.PutRaw(id, []byte("GET / HTTP/1.1\r\n\r\n"), []byte("HTTP/1.1 200 OK\r\n\r\nbody")); err != nil {
+			return err
+		}
+		return tx.PutSignature(id, []byte{1, 2, 3})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = open(t, dir)
+	defer db.Close()
+	p, err := db.Page(id)
+	if err != nil || p.URL != "http://a/x" || p.Class != ClassUnique {
+		t.Fatalf("page after reopen: %+v %v", p, err)
+	}
+	if txt, _ := db.Text(id); txt != "hello world" {
+		t.Errorf("text %q", txt)
+	}
+	if _, resp, err := db.Raw(id); err != nil || string(resp) != "HTTP/1.1 200 OK\r\n\r\nbody" {
+		t.Errorf("raw %q %v", resp, err)
+	}
+	if ok, _ := db.Seen("http://a/x"); !ok {
+		t.Error("seen mark lost")
+	}
+	hosts, err := db.QueueHosts()
+	if err != nil || len(hosts) != 1 || hosts[0].Host != "a" || hosts[0].Count != 1 || hosts[0].MinSeq != 7 {
+		t.Fatalf("queue hosts %+v %v", hosts, err)
+	}
+	items, err := db.LoadQueue("a", 0, 10)
+	if err != nil || len(items) != 1 || items[0].Seq != 7 || items[0].URL != "http://a/x" {
+		t.Fatalf("load queue %+v %v", items, err)
+	}
+	// Ids are not reused after a reopen.
+	var id2 uint64
+	if err := db.Update(func(tx *Tx) error { id2 = tx.NewID(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if id2 <= id {
+		t.Errorf("id %d reused after reopen (had %d)", id2, id)
+	}
+	n := 0
+	if err := db.ForEachSignature(func(gid uint64, b []byte) error { n++; return nil }); err != nil || n != 1 {
+		t.Errorf("signatures %d %v", n, err)
+	}
+}
+
+func TestQueueOrderAcrossHosts(t *testing.T) {
+	db := open(t, t.TempDir())
+	defer db.Close()
+	err := db.Update(func(tx *Tx) error {
+		for _, it := range []frontier.Item{
+			{URL: "u3", Host: "h", Seq: 300}, {URL: "u1", Host: "h", Seq: 1}, {URL: "u2", Host: "h", Seq: 256},
+			{URL: "v1", Host: "h2", Seq: 1}, {URL: "w1", Host: "h:8080", Seq: 2},
+		} {
+			if err := tx.PutQueue(it); err != nil {
+				return err
+			}
+		}
+		return tx.DeleteQueue("h", 256)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, _ := db.LoadQueue("h", 0, 10)
+	if len(items) != 2 || items[0].URL != "u1" || items[1].URL != "u3" {
+		t.Fatalf("order/deletion wrong: %+v", items)
+	}
+	items, _ = db.LoadQueue("h", 2, 10)
+	if len(items) != 1 || items[0].URL != "u3" {
+		t.Fatalf("from seq: %+v", items)
+	}
+	hosts, _ := db.QueueHosts()
+	if len(hosts) != 3 {
+		t.Fatalf("hosts %+v", hosts)
+	}
+}
+
+func TestDependentsAndSkipped(t *testing.T) {
+	db := open(t, t.TempDir())
+	defer db.Close()
+	err := db.Update(func(tx *Tx) error {
+		if err := tx.PutSkipped(&Page{URL: "http://m/a", Class: ClassMirrorSkipped, DuplicateOf: "http://o/a"}); err != nil {
+			return err
+		}
+		if err := tx.AddDependent("http://o/a", Dependent{ID: 9, URL: "http://m/a"}); err != nil {
+			return err
+		}
+		return tx.AddDependent("http://o/a", Dependent{ID: 10, URL: "http://m2/a"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deps []Dependent
+	if err := db.Update(func(tx *Tx) error {
+		var err error
+		deps, err = tx.TakeDependents("http://o/a")
+		if err != nil {
+			return err
+		}
+		return tx.DeleteSkipped("http://m/a")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(deps) != 2 {
+		t.Fatalf("dependents %+v", deps)
+	}
+	_ = db.Update(func(tx *Tx) error {
+		again, _ := tx.TakeDependents("http://o/a")
+		if len(again) != 0 {
+			t.Errorf("dependents not removed: %+v", again)
+		}
+		return nil
+	})
+	n := 0
+	_ = db.ForEachSkipped(func(*Page) error { n++; return nil })
+	if n != 0 {
+		t.Errorf("skip record not deleted")
+	}
+}
+
+func TestRobotsStore(t *testing.T) {
+	db := open(t, t.TempDir())
+	defer db.Close()
+	if _, ok, err := db.LoadRobots("http://h"); ok || err != nil {
+		t.Fatalf("empty: %v %v", ok, err)
+	}
+	e := fetch.RobotsEntry{Status: 200, Body: []byte("User-agent: *\nDisallow: /x\n"), FetchedAt: time.Unix(9, 0).UTC()}
+	if err := db.SaveRobots("http://h", e); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := db.LoadRobots("http://h")
+	if !ok || err != nil || got.Status != 200 || string(got.Body) != string(e.Body) {
+		t.Fatalf("robots round trip: %+v %v %v", got, ok, err)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	// A second open of the same dir is refused while the first holds it.
+	if _, err := Open(dir, Options{}); !errors.Is(err, ErrLocked) {
+		t.Errorf("second open: %v, want ErrLocked", err)
+	}
+	if err := db.PutMeta("version", []byte("horseshoe-storage-0")); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := Open(dir, Options{}); !errors.Is(err, ErrVersion) {
+		t.Errorf("old version: %v, want ErrVersion", err)
+	}
+	other := t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, "notes.txt"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(other, Options{}); !errors.Is(err, ErrNotDataDir) {
+		t.Errorf("foreign dir: %v, want ErrNotDataDir", err)
+	}
+	file := filepath.Join(other, "notes.txt")
+	if _, err := Open(file, Options{}); !errors.Is(err, ErrNotDataDir) {
+		t.Errorf("file as dir: %v, want ErrNotDataDir", err)
+	}
+}
