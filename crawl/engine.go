@@ -64,6 +64,7 @@ type Options struct {
 	SkipDuplicateLinks bool
 	ObeyRobots         bool
 	RobotsAgent        string
+	RobotsRetry        time.Duration // how long a host with an unavailable robots.txt waits before a retry
 	KeepRaw            bool
 	Parse              parse.Options
 	ProgressEvery      time.Duration    // slog progress lines (0 = off)
@@ -273,6 +274,16 @@ func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
 				e.logCap(it.Host, d)
 			}
 		}
+		if rules.Unavailable() {
+			// RFC 9309 2.3.1.3: a 5xx or unreachable robots.txt means the
+			// whole host is disallowed until it recovers. Keep the URL and
+			// come back after the retry interval; a host that never
+			// recovers is given up by the frontier (max_failures).
+			if !e.fr.Release(it, frontier.Outcome{Requested: fetched, Requeue: true, Wait: e.o.RobotsRetry, Blocked: true}) {
+				e.recordGiveUps()
+			}
+			return
+		}
 		if fetched {
 			// robots.txt was a request to this host: wait for the
 			// politeness clock before the page itself.
@@ -281,11 +292,7 @@ func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
 		}
 		if !rules.Allowed(e.o.RobotsAgent, requestURI(u)) {
 			e.fr.Release(it, frontier.Outcome{})
-			reason := "disallowed by robots.txt"
-			if rules.Unavailable() {
-				reason = "robots.txt unavailable (5xx or unreachable): host disallowed until it recovers"
-			}
-			e.commit(it, &storage.Page{Class: storage.ClassRobotsDisallowed, Error: reason}, nil, nil)
+			e.commit(it, &storage.Page{Class: storage.ClassRobotsDisallowed, Error: "disallowed by robots.txt"}, nil, nil)
 			return
 		}
 	}
@@ -314,6 +321,7 @@ func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
 	if e.fr.Release(it, out) {
 		return // 429/503: back in the queue after back-off
 	}
+	defer e.recordGiveUps()
 	e.pages.Add(1)
 
 	p := &storage.Page{}
@@ -373,6 +381,22 @@ func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
 		p.Shape = mirror.Shape(doc.Tokens)
 	}
 	e.commit(it, p, &pageContent{doc: doc, sig: sig}, res)
+}
+
+// recordGiveUps records the hosts the frontier gave up, so the report and a
+// resumed crawl know why their URLs were not fetched.
+func (e *Engine) recordGiveUps() {
+	for _, g := range e.fr.GiveUps() {
+		e.logger.Warn("host given up", "host", g.Host, "reason", g.Reason, "urls_in_memory", len(g.Items))
+		e.commitMu.Lock()
+		err := e.db.Update(func(tx *storage.Tx) error {
+			return tx.PutEvidence("giveup", g.Host, map[string]any{"host": g.Host, "reason": g.Reason, "at": time.Now().UTC()})
+		})
+		e.commitMu.Unlock()
+		if err != nil {
+			e.setFatal(err)
+		}
+	}
 }
 
 type pageContent struct {

@@ -86,6 +86,8 @@ type Outcome struct {
 	RetryAfter   time.Duration // from the Retry-After header
 	Failed       bool          // a network-level failure (timeout, reset, refused)
 	Requeue      bool          // put the item back at the head of its queue (e.g. robots.txt was fetched first)
+	Wait         time.Duration // do not serve the host again before this much time has passed
+	Blocked      bool          // the host cannot be crawled now (robots.txt unavailable): counts as a failure
 }
 
 // GiveUp describes a host the frontier stopped serving.
@@ -411,6 +413,17 @@ func (f *Frontier) Release(it *Item, o Outcome) (requeued bool) {
 	h.busy = false
 	p.busy = false
 	now := f.now()
+	if o.Wait > 0 {
+		if t := now.Add(o.Wait); t.After(p.nextAt) {
+			p.nextAt = t
+		}
+	}
+	if o.Blocked {
+		h.failures++
+		if h.failures >= f.opts.MaxFailures {
+			f.giveUp(h, fmt.Sprintf("robots.txt unavailable %d times in a row", h.failures))
+		}
+	}
 	if o.Requested {
 		h.lastResp = o.ResponseTime
 		gap := f.opts.Delay
@@ -437,7 +450,7 @@ func (f *Frontier) Release(it *Item, o Outcome) (requeued bool) {
 			} else if o.Status == 429 || o.Status == 503 {
 				o.Requeue = true
 			}
-		} else {
+		} else if !o.Blocked {
 			h.failures = 0
 		}
 		if next.After(p.nextAt) {

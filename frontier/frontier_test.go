@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -284,5 +285,39 @@ func TestNoDoubleLeaseUnderConcurrency(t *testing.T) {
 	wg.Wait()
 	if len(seen) != 200 {
 		t.Fatalf("leased %d, want 200", len(seen))
+	}
+}
+
+func TestBlockedHostWaitsAndIsGivenUp(t *testing.T) {
+	c := &clock{t: time.Unix(1000, 0)}
+	s := newMemStore()
+	f, _ := New(Options{Delay: 0, MaxFailures: 3}, s, c.now, nil)
+	enqueue(f, s, "h", "h1")
+	for i := 1; i <= 3; i++ {
+		it, err := f.Next(context.Background())
+		if err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		requeued := f.Release(it, Outcome{Requested: i == 1, Requeue: true, Wait: time.Minute, Blocked: true})
+		f.Finish(it)
+		if i < 3 {
+			if !requeued {
+				t.Fatalf("round %d: blocked item not requeued", i)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+			if _, err := f.Next(ctx); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("round %d: leased before the wait passed: %v", i, err)
+			}
+			cancel()
+			c.add(time.Minute)
+		} else if requeued {
+			t.Fatal("host not given up after max failures")
+		}
+	}
+	if g := f.GiveUps(); len(g) != 1 || !strings.Contains(g[0].Reason, "robots.txt unavailable") {
+		t.Fatalf("give-ups %+v", g)
+	}
+	if _, err := f.Next(context.Background()); !errors.Is(err, ErrDone) {
+		t.Fatalf("after give-up: %v", err)
 	}
 }
