@@ -88,6 +88,7 @@ type Engine struct {
 
 	hostMu    sync.Mutex
 	hostsSeen map[string]bool
+	lookups   sync.WaitGroup // politeKey resolutions in flight
 	capLogged map[string]bool
 
 	errMu    sync.Mutex
@@ -183,6 +184,16 @@ func (e *Engine) Run(ctx, hard context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); e.progress(runCtx) }()
 	}
+	// Hosts queued by an earlier run get their IP grouping before any lease.
+	for _, h := range e.fr.Hosts() {
+		e.hostMu.Lock()
+		first := !e.hostsSeen[h]
+		e.hostsSeen[h] = true
+		e.hostMu.Unlock()
+		if first {
+			e.politeKey(h)
+		}
+	}
 	var workers sync.WaitGroup
 	for i := 0; i < e.o.Workers; i++ {
 		workers.Add(1)
@@ -200,6 +211,7 @@ func (e *Engine) Run(ctx, hard context.Context) error {
 	workers.Wait()
 	cancel()
 	wg.Wait()
+	e.lookups.Wait()
 	if err := e.fatal(); err != nil {
 		return err
 	}
@@ -368,7 +380,7 @@ func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
 	}
 	p.Title, p.Lang, p.Canonical = doc.Title, doc.Lang, doc.Canonical
 	p.NoIndex, p.NoFollow = doc.NoIndex, doc.NoFollow
-	if v := res.Header.Get("X-Robots-Tag"); v != "" {
+	for _, v := range res.Header.Values("X-Robots-Tag") {
 		ni, nf := parse.RobotsDirectives(v, e.o.RobotsAgent)
 		p.NoIndex = p.NoIndex || ni
 		p.NoFollow = p.NoFollow || nf
@@ -713,13 +725,19 @@ func (e *Engine) politeKey(host string) {
 		e.fr.SetPoliteKey(host, "ip:"+ip.String())
 		return
 	}
+	// Hold the host until it is grouped, so that its first request (its
+	// robots.txt) already waits for the clock of its IP.
+	e.fr.AwaitPoliteKey(host)
+	e.lookups.Add(1)
 	go func() {
+		defer e.lookups.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		addrs, err := net.DefaultResolver.LookupIPAddr(ctx, h)
-		if err == nil && len(addrs) > 0 {
-			e.fr.SetPoliteKey(host, "ip:"+addrs[0].IP.String())
+		key := host // unresolvable: its own clock (the fetch will fail with a dns error)
+		if addrs, err := net.DefaultResolver.LookupIPAddr(ctx, h); err == nil && len(addrs) > 0 {
+			key = "ip:" + addrs[0].IP.String()
 		}
+		e.fr.SetPoliteKey(host, key)
 	}()
 }
 

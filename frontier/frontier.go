@@ -107,6 +107,8 @@ type hostState struct {
 	busy       bool   // an item of this host is leased and its request not yet released
 	leased     int    // page leases so far (for MaxPagesPerHost)
 	crawlDelay time.Duration
+	notBefore  time.Time // Outcome.Wait: this host (not its IP) is held until then
+	keyPending bool      // AwaitPoliteKey: not leased until SetPoliteKey groups it
 	lastResp   time.Duration
 	failures   int
 	dead       bool
@@ -133,6 +135,7 @@ type Frontier struct {
 	active  int       // leased items not yet Finished
 	leased  int       // page leases in total (budget)
 	queued  int       // total queued
+	pending int       // hosts held by AwaitPoliteKey
 	stopped bool
 	changed chan struct{} // closed and replaced whenever state changes
 	giveUps []GiveUp
@@ -207,7 +210,7 @@ func (f *Frontier) notify() {
 }
 
 func (f *Frontier) markReady(h *hostState) {
-	if h.dead || h.busy || h.queued == 0 {
+	if h.dead || h.busy || h.keyPending || h.queued == 0 {
 		return
 	}
 	if f.opts.MaxPagesPerHost > 0 && h.leased >= f.opts.MaxPagesPerHost {
@@ -272,9 +275,37 @@ func (f *Frontier) SetPoliteKey(host, key string) {
 		if old.nextAt.After(p.nextAt) {
 			p.nextAt = old.nextAt
 		}
+		if h.busy {
+			// Leased under the old key: the new group is busy until Release.
+			old.busy = false
+			p.busy = true
+		}
 		if h.heapIdx >= 0 {
 			heap.Fix(&f.ready, h.heapIdx)
 		}
+	}
+	if h.keyPending {
+		h.keyPending = false
+		f.pending--
+		f.markReady(h)
+		f.notify()
+	}
+}
+
+// AwaitPoliteKey holds host, which must not have been leased yet, until
+// SetPoliteKey is called for it, so that its first request already shares
+// the clock of its IP. Next does not report ErrDone while a host is held.
+func (f *Frontier) AwaitPoliteKey(host string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := f.host(host)
+	if h.keyPending {
+		return
+	}
+	h.keyPending = true
+	f.pending++
+	if h.heapIdx >= 0 {
+		heap.Remove(&f.ready, h.heapIdx)
 	}
 }
 
@@ -320,7 +351,7 @@ func (f *Frontier) Next(ctx context.Context) (*Item, error) {
 					wait = -1
 					break
 				}
-				if d := p.nextAt.Sub(now); d > 0 {
+				if d := readyAt(h, p).Sub(now); d > 0 {
 					wait = d
 					break
 				}
@@ -343,7 +374,7 @@ func (f *Frontier) Next(ctx context.Context) (*Item, error) {
 				return it, nil
 			}
 		}
-		if f.active == 0 && (f.queued == 0 || !budgetLeft || f.ready.Len() == 0) {
+		if f.active == 0 && f.pending == 0 && (f.queued == 0 || !budgetLeft || f.ready.Len() == 0) {
 			f.mu.Unlock()
 			return nil, ErrDone
 		}
@@ -414,8 +445,8 @@ func (f *Frontier) Release(it *Item, o Outcome) (requeued bool) {
 	p.busy = false
 	now := f.now()
 	if o.Wait > 0 {
-		if t := now.Add(o.Wait); t.After(p.nextAt) {
-			p.nextAt = t
+		if t := now.Add(o.Wait); t.After(h.notBefore) {
+			h.notBefore = t
 		}
 	}
 	if o.Blocked {
@@ -553,6 +584,15 @@ func (f *Frontier) Hosts() []string {
 	return out
 }
 
+// readyAt is when h may next be leased: its IP's politeness clock, or later
+// while the host itself is held (Outcome.Wait).
+func readyAt(h *hostState, p *politeState) time.Time {
+	if h.notBefore.After(p.nextAt) {
+		return h.notBefore
+	}
+	return p.nextAt
+}
+
 // readyHeap orders ready hosts by the time their politeness clock allows the
 // next request; ties go to the host with fewer leases (fairness).
 type readyEntry struct {
@@ -569,8 +609,8 @@ func (r readyHeap) Less(i, j int) bool {
 	if pa.busy != pb.busy {
 		return !pa.busy
 	}
-	if !pa.nextAt.Equal(pb.nextAt) {
-		return pa.nextAt.Before(pb.nextAt)
+	if ra, rb := readyAt(a.h, pa), readyAt(b.h, pb); !ra.Equal(rb) {
+		return ra.Before(rb)
 	}
 	if a.h.leased != b.h.leased {
 		return a.h.leased < b.h.leased

@@ -59,6 +59,8 @@ type Candidate struct {
 	Skipped        int    `json:"skipped"`     // URLs not fetched thanks to the decision
 	Verified       int    `json:"verified"`    // verification-stream comparisons after the decision
 	VerifyMatched  int    `json:"verify_matched"`
+	CopiesA        int    `json:"copies_a"` // duplicate pairs whose copy (fetched second) was on side A
+	CopiesB        int    `json:"copies_b"`
 	FetchedA       int    `json:"fetched_a"`
 	FetchedB       int    `json:"fetched_b"`
 	sinceLastCheck int
@@ -153,12 +155,17 @@ func (d *Detector) Propose(copyURL, origURL string) string {
 	defer d.mu.Unlock()
 	if c := d.cands[key]; c != nil {
 		c.Pairs++
+		if c.AOrigin == m.FromOrigin && c.APrefix == m.FromPrefix {
+			c.CopiesA++
+		} else {
+			c.CopiesB++
+		}
 		return key
 	}
 	if len(d.cands) >= d.o.MaxCandidates {
 		return ""
 	}
-	c := &Candidate{Key: key, AOrigin: m.FromOrigin, APrefix: m.FromPrefix, BOrigin: m.ToOrigin, BPrefix: m.ToPrefix, Pairs: 1}
+	c := &Candidate{Key: key, AOrigin: m.FromOrigin, APrefix: m.FromPrefix, BOrigin: m.ToOrigin, BPrefix: m.ToPrefix, Pairs: 1, CopiesA: 1}
 	d.add(c)
 	return key
 }
@@ -255,9 +262,18 @@ func (d *Detector) Compare(key string, match bool) Event {
 	}
 	if c.Compared >= d.o.Sample && c.Score() >= d.o.MinScore {
 		c.Decided = true
-		c.Mirror = SideA
-		if c.FetchedB < c.FetchedA {
+		// The mirror is the side whose pages kept turning out to be the
+		// copies (fetched second); on a tie, the side that is behind.
+		switch {
+		case c.CopiesA != c.CopiesB:
+			c.Mirror = SideA
+			if c.CopiesB > c.CopiesA {
+				c.Mirror = SideB
+			}
+		case c.FetchedB < c.FetchedA:
 			c.Mirror = SideB
+		default:
+			c.Mirror = SideA
 		}
 		return DecidedNow
 	}

@@ -43,10 +43,11 @@ func TestDecisionAndSkip(t *testing.T) {
 	if again := d.Propose("http://b/pgsql/15.18/sql.html", "http://a/docs/15/sql.html"); again != key {
 		t.Fatalf("same mapping gave another key %q", again)
 	}
-	// Side B (host a) is ahead: side A (host b) becomes the mirror.
-	d.Observe("http://a/docs/15/x.html")
-	d.Observe("http://a/docs/15/y.html")
+	// Host b's pages keep being the copies, even though host b is ahead
+	// (it has pages host a lacks): host b is the mirror.
 	d.Observe("http://b/pgsql/15.18/x.html")
+	d.Observe("http://b/pgsql/15.18/y.html")
+	d.Observe("http://a/docs/15/x.html")
 	if _, _, ok := d.SkipTarget("http://b/pgsql/15.18/x.html"); ok {
 		t.Fatal("skipping before a decision")
 	}
@@ -82,6 +83,20 @@ func TestDecisionAndSkip(t *testing.T) {
 	}
 	if _, _, ok := d.SkipTarget("http://b/pgsql/15.18/a/b.html"); ok {
 		t.Fatal("still skipping after withdrawal")
+	}
+}
+
+func TestMirrorSideOnTieIsTheOneBehind(t *testing.T) {
+	d := NewDetector(DefaultOptions())
+	key := d.Propose("http://b/x.html", "http://a/x.html")
+	d.Propose("http://a/y.html", "http://b/y.html") // one copy vote each
+	d.Observe("http://a/1")
+	d.Observe("http://a/2")
+	d.Observe("http://b/1")
+	feed(d, key, 10, 10)
+	c, _ := d.Candidate(key)
+	if m := c.MirrorMapping(); m.FromOrigin != "http://b" {
+		t.Fatalf("mirror side %s, want the host that is behind (http://b)", m.FromOrigin)
 	}
 }
 

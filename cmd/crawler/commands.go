@@ -68,6 +68,7 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 	format := fs.String("format", "jsonl", "jsonl or warc")
 	out := fs.String("out", "", "output file (- for stdout)")
 	all := fs.Bool("all", false, "jsonl: also write every non-unique page with its class")
+	includeDups := fs.Bool("include-duplicates", false, "warc: also write exact duplicates as revisit records and near duplicates as metadata records")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -75,9 +76,7 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 		return usagef("--out is required")
 	}
 	switch *format {
-	case "jsonl":
-	case "warc":
-		return usagef("--format warc: the WARC writer is not part of this build yet; use --format jsonl")
+	case "jsonl", "warc":
 	default:
 		return usagef("--format must be jsonl or warc, got %q", *format)
 	}
@@ -90,7 +89,12 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	n, err := export.JSONL(w, db, export.JSONLOptions{All: *all})
+	var n int
+	if *format == "warc" {
+		n, err = exportWARC(db, w, *includeDups)
+	} else {
+		n, err = export.JSONL(w, db, export.JSONLOptions{All: *all})
+	}
 	if cerr := closeOut(); err == nil {
 		err = cerr
 	}

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/mirror"
 	"github.com/horseshoe-crawler/horseshoe/parse"
 	"github.com/horseshoe-crawler/horseshoe/storage"
+	"gopkg.in/yaml.v3"
 )
 
 const version = "0.1.0"
@@ -38,6 +40,7 @@ type crawlFlags struct {
 	workers             int
 	allowPrivate        bool
 	quiet               bool
+	cpuProfile          string
 	set                 map[string]bool
 }
 
@@ -54,6 +57,7 @@ func parseCrawlFlags(args []string, stderr io.Writer) (*crawlFlags, []string, er
 	fs.IntVar(&cf.workers, "workers", 0, "concurrent fetches (overrides crawl.workers)")
 	fs.BoolVar(&cf.allowPrivate, "allow-private-networks", false, "allow loopback and private addresses")
 	fs.BoolVar(&cf.quiet, "quiet", false, "no progress output")
+	fs.StringVar(&cf.cpuProfile, "cpuprofile", "", "write a CPU profile of the crawl to this file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil, errHelp
@@ -105,6 +109,17 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	logger := newLogger(stderr, cf.quiet)
+	if cf.cpuProfile != "" {
+		f, err := os.Create(cf.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("cannot write CPU profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("cannot start CPU profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	return runCrawl(ctx, cfg, cf.data, seeds, cf.allowPrivate, logger, stdout, !cf.quiet)
 }
 
@@ -206,6 +221,12 @@ func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []s
 	}
 	if _, err := db.GetMeta("started"); errors.Is(err, storage.ErrNotFound) {
 		if err := db.PutMeta("started", []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
+			return fmt.Errorf("storage: %w", err)
+		}
+	}
+
+	if b, err := yaml.Marshal(cfg); err == nil {
+		if err := db.PutMeta("config", b); err != nil {
 			return fmt.Errorf("storage: %w", err)
 		}
 	}

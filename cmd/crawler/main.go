@@ -23,7 +23,7 @@ const usage = `Horseshoe: a polite web crawler that drops exact and near-duplica
 
 Usage:
   crawler crawl  [--config FILE] [--data DIR] [--seeds FILE] [flags] [URL ...]
-  crawler export --data DIR --format jsonl|warc --out PATH [--all]
+  crawler export --data DIR --format jsonl|warc --out PATH [--all] [--include-duplicates]
   crawler report --data DIR [--format text|json|html] [--out PATH]
   crawler dedup curve [--config FILE]
   crawler demo   [--web DIR] [--data DIR]

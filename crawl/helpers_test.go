@@ -1,0 +1,463 @@
+package crawl_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/horseshoe-crawler/horseshoe/crawl"
+	"github.com/horseshoe-crawler/horseshoe/dedup"
+	"github.com/horseshoe-crawler/horseshoe/fetch"
+	"github.com/horseshoe-crawler/horseshoe/frontier"
+	"github.com/horseshoe-crawler/horseshoe/parse"
+	"github.com/horseshoe-crawler/horseshoe/storage"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// clockNoise is the slack allowed between the politeness the frontier
+// enforces and the arrival times the servers measure.
+const clockNoise = 5 * time.Millisecond
+
+// robotsAgent is the product token the test crawls use.
+const robotsAgent = "horseshoe"
+
+// hit is one request as a test server saw it.
+type hit struct {
+	IP     string // address of the server that answered
+	Host   string // Host header: the name the crawler used, with port
+	Method string
+	Path   string // request URI as received
+	Status int
+	Arrive time.Time // the handler was entered
+	Done   time.Time // the handler returned (the response was written)
+}
+
+// hitLog collects the hits of every server of one test.
+type hitLog struct {
+	mu   sync.Mutex
+	hits []hit
+}
+
+func (l *hitLog) add(h hit) {
+	l.mu.Lock()
+	l.hits = append(l.hits, h)
+	l.mu.Unlock()
+}
+
+// all returns the hits sorted by arrival.
+func (l *hitLog) all() []hit {
+	l.mu.Lock()
+	out := append([]hit(nil), l.hits...)
+	l.mu.Unlock()
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Arrive.Before(out[j].Arrive) })
+	return out
+}
+
+// byHost returns the hits for one Host header value, in arrival order.
+func (l *hitLog) byHost(host string) []hit {
+	var out []hit
+	for _, h := range l.all() {
+		if h.Host == host {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// byIP returns the hits answered by the server on ip, in arrival order.
+func (l *hitLog) byIP(ip string) []hit {
+	var out []hit
+	for _, h := range l.all() {
+		if h.IP == ip {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// paths returns the request URIs of hits, in order.
+func paths(hits []hit) []string {
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = h.Path
+	}
+	return out
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// page is one canned response.
+type page struct {
+	Status int         // 0 means 200
+	Header http.Header // extra headers
+	Body   string
+}
+
+// site serves canned pages; Dynamic, when set, answers first and may
+// decline (ok false) to fall through to Pages. Count is the 1-based number of
+// requests for the same path so far, so faults can be injected the first N
+// times.
+type site struct {
+	Pages   map[string]page
+	Dynamic func(path string, count int) (p page, ok bool)
+	// Latency is slept in every handler so in-flight windows are wide enough
+	// for an overlap to be seen.
+	Latency time.Duration
+}
+
+func (s *site) handler() http.Handler {
+	var mu sync.Mutex
+	counts := map[string]int{}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		counts[r.URL.RequestURI()]++
+		n := counts[r.URL.RequestURI()]
+		mu.Unlock()
+		if s.Latency > 0 {
+			time.Sleep(s.Latency)
+		}
+		var p page
+		ok := false
+		if s.Dynamic != nil {
+			p, ok = s.Dynamic(r.URL.RequestURI(), n)
+		}
+		if !ok {
+			p, ok = s.Pages[r.URL.RequestURI()]
+		}
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		for k, vs := range p.Header {
+			for _, v := range vs {
+				w.Header().Add(k, v)
+			}
+		}
+		if w.Header().Get("Content-Type") == "" {
+			if strings.HasSuffix(r.URL.Path, ".txt") {
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			} else {
+				w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			}
+		}
+		status := p.Status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		w.WriteHeader(status)
+		fmt.Fprint(w, p.Body)
+	})
+}
+
+// server is one loopback HTTP server. Several host names may point at it.
+type server struct {
+	IP   string
+	Port string
+}
+
+// Base returns "http://name:port" for a host name served by s.
+func (s server) Base(name string) string { return "http://" + net.JoinHostPort(name, s.Port) }
+
+// HostPort returns "name:port", the Host header and frontier host key.
+func (s server) HostPort(name string) string { return net.JoinHostPort(name, s.Port) }
+
+// startServer serves h on ip (a free port), logging every request to log.
+// The server is closed when the test ends.
+func startServer(tb testing.TB, ip string, h http.Handler, log *hitLog) server {
+	tb.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		tb.Skipf("cannot listen on %s (loopback aliases unavailable?): %v", ip, err)
+	}
+	_, port, err := net.SplitHostPort(ln.Addr().String())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := &http.Server{
+		ReadHeaderTimeout: 5 * time.Second,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			arrive := time.Now()
+			sw := &statusWriter{ResponseWriter: w}
+			h.ServeHTTP(sw, r)
+			log.add(hit{IP: ip, Host: r.Host, Method: r.Method, Path: r.URL.RequestURI(),
+				Status: sw.status, Arrive: arrive, Done: time.Now()})
+		}),
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			tb.Errorf("server %s: %v", ip, err)
+		}
+	}()
+	tb.Cleanup(func() {
+		srv.Close()
+		<-done
+	})
+	return server{IP: ip, Port: port}
+}
+
+// htmlPage builds a small page whose text is unique to name (so that no two
+// test pages are near-duplicates) with the given extra head markup and links.
+func htmlPage(name, head string, links ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "<!doctype html><html><head><title>%s</title>%s</head><body><h1>%s</h1><p>", name, head, name)
+	for i := 0; i < 40; i++ {
+		fmt.Fprintf(&b, "%s-word%d ", name, i)
+	}
+	b.WriteString("</p><ul>")
+	for _, l := range links {
+		if rel, href, ok := strings.Cut(l, "|"); ok {
+			fmt.Fprintf(&b, "<li><a rel=%q href=%q>%s</a></li>", rel, href, href)
+			continue
+		}
+		fmt.Fprintf(&b, "<li><a href=%q>%s</a></li>", l, l)
+	}
+	b.WriteString("</ul></body></html>")
+	return b.String()
+}
+
+// crawlConfig is the subset of the configuration the politeness tests vary.
+type crawlConfig struct {
+	Delay          time.Duration // politeness.delay
+	MaxDelay       time.Duration // politeness.max_delay (cap for Crawl-delay)
+	Workers        int
+	RobotsRetry    time.Duration // politeness.robots_retry
+	BackoffBase    time.Duration
+	BackoffMax     time.Duration
+	MaxFailures    int
+	FollowNofollow bool
+	ScopeAny       bool          // follow links to any host (default: seed hosts only)
+	Timeout        time.Duration // the whole crawl; the test fails when it is hit
+}
+
+func (c crawlConfig) withDefaults() crawlConfig {
+	if c.MaxDelay == 0 {
+		c.MaxDelay = 30 * time.Second
+	}
+	if c.Workers == 0 {
+		c.Workers = 4
+	}
+	if c.RobotsRetry == 0 {
+		c.RobotsRetry = time.Minute
+	}
+	if c.BackoffBase == 0 {
+		c.BackoffBase = 100 * time.Millisecond
+	}
+	if c.BackoffMax == 0 {
+		c.BackoffMax = 5 * time.Second
+	}
+	if c.MaxFailures == 0 {
+		c.MaxFailures = 10
+	}
+	if c.Timeout == 0 {
+		c.Timeout = 20 * time.Second
+	}
+	return c
+}
+
+// crawlResult is what a finished test crawl left in its store.
+type crawlResult struct {
+	Pages    map[string]*storage.Page // by canonical URL
+	GiveUps  map[string]string        // host given up -> reason (frontier or stored evidence)
+	Requests int64
+	Elapsed  time.Duration
+}
+
+// page returns the stored record of rawURL (canonicalized), failing the test
+// when there is none.
+func (r crawlResult) page(tb testing.TB, rawURL string) *storage.Page {
+	tb.Helper()
+	cu, err := frontier.Canonicalize(rawURL, nil)
+	if err != nil {
+		tb.Fatalf("canonicalize %s: %v", rawURL, err)
+	}
+	p := r.Pages[cu]
+	if p == nil {
+		tb.Fatalf("no page recorded for %s", cu)
+	}
+	return p
+}
+
+// runCrawl crawls seeds to the end through the real engine, wired as
+// cmd/crawler's runCrawl does, and returns what the store holds.
+func runCrawl(tb testing.TB, cfg crawlConfig, seeds ...string) crawlResult {
+	tb.Helper()
+	cfg = cfg.withDefaults()
+	db, err := storage.Open(tb.TempDir(), storage.Options{})
+	if err != nil {
+		tb.Fatalf("storage.Open: %v", err)
+	}
+	defer db.Close()
+
+	canon := make([]string, 0, len(seeds))
+	for _, s := range seeds {
+		c, err := frontier.Canonicalize(s, nil)
+		if err != nil {
+			tb.Fatalf("seed %s: %v", s, err)
+		}
+		canon = append(canon, c)
+	}
+
+	fo := fetch.DefaultOptions()
+	fo.RobotsAgent = robotsAgent
+	fo.Timeout = 5 * time.Second
+	fo.NoFollowRedirects = true
+	fo.DenyPrivate = false
+	fetcher, err := fetch.New(fo, nil)
+	if err != nil {
+		tb.Fatalf("fetch.New: %v", err)
+	}
+	defer fetcher.Close()
+	robots := fetch.NewRobotsCache(fetcher, fetch.RobotsOptions{
+		TTL:           24 * time.Hour,
+		RetryInterval: cfg.RobotsRetry,
+	}, db, nil)
+
+	det, err := dedup.New(dedup.DefaultOptions())
+	if err != nil {
+		tb.Fatalf("dedup.New: %v", err)
+	}
+	fr, err := frontier.New(frontier.Options{
+		Delay:       cfg.Delay,
+		MaxDelay:    cfg.MaxDelay,
+		BackoffBase: cfg.BackoffBase,
+		BackoffMax:  cfg.BackoffMax,
+		MaxFailures: cfg.MaxFailures,
+	}, db, nil, nil)
+	if err != nil {
+		tb.Fatalf("frontier.New: %v", err)
+	}
+	mode := frontier.ScopeHost
+	if cfg.ScopeAny {
+		mode = frontier.ScopeAny
+	}
+	scope, err := frontier.NewScope(frontier.ScopeOptions{Mode: mode}, canon)
+	if err != nil {
+		tb.Fatalf("frontier.NewScope: %v", err)
+	}
+	eng := crawl.New(crawl.Options{
+		Workers:            cfg.Workers,
+		MaxDepth:           10,
+		Scope:              scope,
+		Trap:               frontier.DefaultTrapOptions(),
+		FollowNofollow:     cfg.FollowNofollow,
+		SkipDuplicateLinks: false,
+		ObeyRobots:         true,
+		RobotsRetry:        cfg.RobotsRetry,
+		RobotsAgent:        robotsAgent,
+		Parse:              parse.Options{BotName: robotsAgent, MaxTokens: 1 << 20},
+	}, db, fr, fetcher, robots, det, nil)
+	if _, err := eng.Seed(canon); err != nil {
+		tb.Fatalf("Seed: %v", err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout)
+	defer cancel()
+	start := time.Now()
+	if err := eng.Run(ctx, ctx); err != nil {
+		tb.Fatalf("Run: %v", err)
+	}
+	res := crawlResult{Pages: map[string]*storage.Page{}, GiveUps: map[string]string{},
+		Requests: eng.Requests(), Elapsed: time.Since(start)}
+	for _, g := range fr.GiveUps() {
+		res.GiveUps[g.Host] = g.Reason
+	}
+	if err := db.ForEachEvidence("giveup", func(host string, v []byte) error {
+		var g struct {
+			Reason string `json:"reason"`
+		}
+		if err := json.Unmarshal(v, &g); err != nil {
+			return fmt.Errorf("giveup evidence of %s: %w", host, err)
+		}
+		res.GiveUps[host] = g.Reason
+		return nil
+	}); err != nil {
+		tb.Fatalf("ForEachEvidence: %v", err)
+	}
+	if ctx.Err() != nil {
+		tb.Errorf("crawl did not finish within %v (%d URLs still queued)", cfg.Timeout, fr.Stats().Queued)
+	}
+	if err := db.ForEachPage(func(p *storage.Page) error {
+		res.Pages[p.URL] = p
+		return nil
+	}); err != nil {
+		tb.Fatalf("ForEachPage: %v", err)
+	}
+	return res
+}
+
+// gapStats summarises one request sequence (one host, or one IP).
+type gapStats struct {
+	Requests  int
+	MinArrive time.Duration // smallest gap between consecutive arrivals (-1 if < 2 requests)
+	MinIdle   time.Duration // smallest gap from a completion to the next arrival (-1 if < 2)
+	Overlaps  []string      // requests that arrived while the previous one was in flight
+}
+
+func measure(hits []hit) gapStats {
+	s := gapStats{Requests: len(hits), MinArrive: -1, MinIdle: -1}
+	for i := 1; i < len(hits); i++ {
+		prev, cur := hits[i-1], hits[i]
+		g := cur.Arrive.Sub(prev.Arrive)
+		if s.MinArrive < 0 || g < s.MinArrive {
+			s.MinArrive = g
+		}
+		idle := cur.Arrive.Sub(prev.Done)
+		if s.MinIdle < 0 || idle < s.MinIdle {
+			s.MinIdle = idle
+		}
+		if cur.Arrive.Before(prev.Done) {
+			s.Overlaps = append(s.Overlaps, fmt.Sprintf("%s%s arrived %v before %s%s completed",
+				cur.Host, cur.Path, prev.Done.Sub(cur.Arrive), prev.Host, prev.Path))
+		}
+	}
+	return s
+}
+
+// assertSpaced fails the test when consecutive hits overlap or arrive less
+// than want (minus clock noise) apart. what names the sequence.
+func assertSpaced(tb testing.TB, what string, hits []hit, want time.Duration) gapStats {
+	tb.Helper()
+	s := measure(hits)
+	for _, o := range s.Overlaps {
+		tb.Errorf("%s: more than one request in flight: %s", what, o)
+	}
+	for i := 1; i < len(hits); i++ {
+		if g := hits[i].Arrive.Sub(hits[i-1].Arrive); g < want-clockNoise {
+			tb.Errorf("%s: %s%s arrived %v after %s%s, want >= %v",
+				what, hits[i].Host, hits[i].Path, g.Round(time.Millisecond), hits[i-1].Host, hits[i-1].Path, want)
+		}
+	}
+	return s
+}
