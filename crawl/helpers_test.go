@@ -342,7 +342,7 @@ func runCrawl(tb testing.TB, cfg crawlConfig, seeds ...string) crawlResult {
 	robots := fetch.NewRobotsCache(fetcher, fetch.RobotsOptions{
 		TTL:           24 * time.Hour,
 		RetryInterval: cfg.RobotsRetry,
-	}, db, nil)
+	}, crawl.RobotsStore{DB: db}, nil)
 
 	det, err := dedup.New(dedup.DefaultOptions())
 	if err != nil {

@@ -1,7 +1,8 @@
 // Package storage keeps a crawl on disk in Badger: page records, raw
 // responses, visible text, dedup signatures, the frontier's queues and
 // seen-set, robots.txt entries and mirror evidence. It implements the
-// persistence interfaces that frontier/ and fetch/ declare.
+// persistence interface that frontier/ declares (frontier.Store); crawl/
+// adapts its robots.txt entries to fetch.RobotsStore.
 //
 // Every page is committed in one transaction (its record, raw response,
 // text, signature, the removal of its queue entry and the queue entries and
@@ -39,7 +40,6 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
-	"github.com/horseshoe-crawler/horseshoe/fetch"
 	"github.com/horseshoe-crawler/horseshoe/frontier"
 )
 
@@ -571,31 +571,21 @@ func (d *DB) LoadQueue(host string, from uint64, n int) ([]frontier.Item, error)
 	return out, err
 }
 
-// ---- fetch.RobotsStore ----
+// ---- robots.txt entries ----
 
-// LoadRobots implements fetch.RobotsStore.
-func (d *DB) LoadRobots(host string) (fetch.RobotsEntry, bool, error) {
-	var e fetch.RobotsEntry
+// GetRobots returns the stored robots.txt entry of a scheme+host key. The
+// entry is opaque here; crawl/ adapts it to fetch.RobotsStore.
+func (d *DB) GetRobots(host string) ([]byte, bool, error) {
 	b, err := d.get([]byte("b/" + host))
 	if errors.Is(err, ErrNotFound) {
-		return e, false, nil
+		return nil, false, nil
 	}
-	if err != nil {
-		return e, false, err
-	}
-	if err := json.Unmarshal(b, &e); err != nil {
-		return e, false, err
-	}
-	return e, true, nil
+	return b, err == nil, err
 }
 
-// SaveRobots implements fetch.RobotsStore.
-func (d *DB) SaveRobots(host string, e fetch.RobotsEntry) error {
-	b, err := json.Marshal(e)
-	if err != nil {
-		return err
-	}
-	return d.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte("b/"+host), b) })
+// PutRobots stores a robots.txt entry.
+func (d *DB) PutRobots(host string, entry []byte) error {
+	return d.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte("b/"+host), entry) })
 }
 
 // ---- Badger logger adapter ----

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/horseshoe-crawler/horseshoe/fetch"
 	"github.com/horseshoe-crawler/horseshoe/frontier"
 )
 
@@ -160,19 +159,18 @@ func TestDependentsAndSkipped(t *testing.T) {
 	}
 }
 
-func TestRobotsStore(t *testing.T) {
+func TestRobotsEntries(t *testing.T) {
 	db := open(t, t.TempDir())
 	defer db.Close()
-	if _, ok, err := db.LoadRobots("http://h"); ok || err != nil {
+	if _, ok, err := db.GetRobots("http://h"); ok || err != nil {
 		t.Fatalf("empty: %v %v", ok, err)
 	}
-	e := fetch.RobotsEntry{Status: 200, Body: []byte("User-agent: *\nDisallow: /x\n"), FetchedAt: time.Unix(9, 0).UTC()}
-	if err := db.SaveRobots("http://h", e); err != nil {
+	if err := db.PutRobots("http://h", []byte(`{"status":200}`)); err != nil {
 		t.Fatal(err)
 	}
-	got, ok, err := db.LoadRobots("http://h")
-	if !ok || err != nil || got.Status != 200 || string(got.Body) != string(e.Body) {
-		t.Fatalf("robots round trip: %+v %v %v", got, ok, err)
+	got, ok, err := db.GetRobots("http://h")
+	if !ok || err != nil || string(got) != `{"status":200}` {
+		t.Fatalf("robots round trip: %q %v %v", got, ok, err)
 	}
 }
 

@@ -255,7 +255,7 @@ func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []s
 		robots = fetch.NewRobotsCache(fetcher, fetch.RobotsOptions{
 			TTL:           cfg.Politeness.RobotsTTL.D(),
 			RetryInterval: cfg.Politeness.RobotsRetry.D(),
-		}, db, nil)
+		}, crawl.RobotsStore{DB: db}, nil)
 	}
 
 	det, err := dedup.New(dedupOptions(cfg.Dedup))
