@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
+	"github.com/horseshoe-crawler/horseshoe/report"
+)
+
+// buildSignalCrawler builds the crawler binary once per test.
+func buildSignalCrawler(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "crawler")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func demoSeeds(t *testing.T, w *testweb.Web) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "demo", "SEEDS.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seeds []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 2 {
+			seeds = append(seeds, w.URL(f[0], f[1]))
+		}
+	}
+	return seeds
+}
+
+// TestInterruptStopsCleanlyAndResumes: the first Ctrl-C lets pages in flight
+// finish and exits 0; running crawl again on the same data dir resumes and
+// finishes without requesting any URL twice. Two Ctrl-Cs exit at once and
+// leave a store that opens cleanly.
+func TestInterruptStopsCleanlyAndResumes(t *testing.T) {
+	bin := buildSignalCrawler(t)
+	w, err := testweb.Start(filepath.Join("..", "..", "testdata", "demo"), testweb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	seeds := demoSeeds(t, w)
+	data := filepath.Join(t.TempDir(), "data")
+	args := append([]string{"crawl", "--data", data, "--delay", "250ms", "--quiet"}, seeds...)
+
+	cmd := exec.Command(bin, args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("interrupted crawl: %v\n%s", err, errOut.String())
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("crawl did not stop within 20s of Ctrl-C")
+	}
+	if !strings.Contains(out.String(), "crawl stopped") {
+		t.Fatalf("first run should report a stopped crawl, got %q", out.String())
+	}
+	firstRun := len(w.Requests())
+	if firstRun == 0 {
+		t.Fatal("no request before the interrupt")
+	}
+
+	// Resume without seeds: they are remembered.
+	out.Reset()
+	resume := exec.Command(bin, "crawl", "--data", data, "--delay", "0", "--quiet")
+	resume.Stdout, resume.Stderr = &out, &errOut
+	if err := resume.Run(); err != nil {
+		t.Fatalf("resume: %v\n%s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), "crawl finished") {
+		t.Fatalf("resumed crawl did not finish: %q", out.String())
+	}
+	count := map[string]int{}
+	for _, r := range w.Requests() {
+		count[r.Host+r.Path]++
+		if count[r.Host+r.Path] > 1 {
+			t.Errorf("%s%s requested twice across interrupt and resume", r.Host, r.Path)
+		}
+	}
+	if len(w.Requests()) <= firstRun {
+		t.Error("the resumed crawl fetched nothing")
+	}
+	var d report.Data
+	jsonPath := filepath.Join(t.TempDir(), "r.json")
+	if err := run(context.Background(), []string{"report", "--data", data, "--format", "json", "--out", jsonPath}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(jsonPath)
+	if err := json.Unmarshal(b, &d); err != nil || !d.Stats.Complete {
+		t.Fatalf("report after resume: complete=%v err=%v", d.Stats.Complete, err)
+	}
+
+	// Two interrupts: exit promptly; the store still opens.
+	data2 := filepath.Join(t.TempDir(), "data2")
+	cmd2 := exec.Command(bin, append([]string{"crawl", "--data", data2, "--delay", "2s", "--quiet"}, seeds...)...)
+	cmd2.Stderr = &errOut
+	if err := cmd2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(800 * time.Millisecond)
+	cmd2.Process.Signal(syscall.SIGINT)
+	time.Sleep(50 * time.Millisecond)
+	cmd2.Process.Signal(syscall.SIGINT)
+	done2 := make(chan error, 1)
+	go func() { done2 <- cmd2.Wait() }()
+	select {
+	case <-done2:
+	case <-time.After(10 * time.Second):
+		cmd2.Process.Kill()
+		t.Fatal("two Ctrl-Cs did not stop the crawl within 10s")
+	}
+	if err := run(context.Background(), []string{"report", "--data", data2, "--format", "json", "--out", filepath.Join(t.TempDir(), "r2.json")}, &out, &errOut); err != nil {
+		t.Fatalf("store after two interrupts does not open: %v", err)
+	}
+}
