@@ -36,9 +36,11 @@ staticcheck:
 	@command -v staticcheck >/dev/null 2>&1 || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	PATH="$$PATH:$$($(GO) env GOPATH)/bin" staticcheck $(PKGS)
 
-# Benchmarks with figures (see BENCHMARKS.md for how to read them).
-bench:
-	$(GO) test -count=1 -run '^$$' -bench . -benchmem -benchtime 2s $(PKGS)
+# Benchmarks: Horseshoe against wget -r -np on the real corpus served by nginx,
+# the CPU profile by stage, dedup and growth benchmarks; rewrites the figures
+# in BENCHMARKS.md (about 10 minutes; installs nginx and wget if missing).
+bench: build
+	bash scripts/bench.sh
 
 # Build, serve the demo web on loopback, crawl it, print the report.
 demo: build

@@ -86,6 +86,9 @@ type Engine struct {
 	pages    atomic.Int64
 	dups     atomic.Int64
 
+	digMu   sync.RWMutex
+	digests map[[8]byte]digestHit // payload key -> page it is a copy of (or is)
+
 	hostMu    sync.Mutex
 	hostsSeen map[string]bool
 	lookups   sync.WaitGroup // politeKey resolutions in flight
@@ -105,7 +108,7 @@ func New(o Options, db *storage.DB, fr *frontier.Frontier, f Fetcher, robots Rob
 		o.Workers = 1
 	}
 	e := &Engine{o: o, db: db, fr: fr, f: f, robots: robots, det: det, logger: logger,
-		hostsSeen: map[string]bool{}, capLogged: map[string]bool{}}
+		hostsSeen: map[string]bool{}, capLogged: map[string]bool{}, digests: map[[8]byte]digestHit{}}
 	if b, err := db.GetMeta("requests"); err == nil {
 		var n int64
 		fmt.Sscan(string(b), &n)
@@ -387,12 +390,62 @@ func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
 	}
 	p.Words = len(doc.Tokens)
 	p.Links = len(doc.Links)
-	sig := e.det.Sign(doc.Tokens)
-	p.Simhash = sig.Simhash
+	c := &pageContent{doc: doc, links: e.followable(doc)}
 	if e.o.Mirror != nil && len(doc.Tokens) > 0 {
 		p.Shape = mirror.Shape(doc.Tokens)
 	}
-	e.commit(it, p, &pageContent{doc: doc, sig: sig}, res)
+	// A payload byte-identical to a page already seen has the same token
+	// stream: it is an exact duplicate without signing it again.
+	digest := payloadKey(res.RawBody)
+	if hit, ok := e.digestHit(digest); ok && len(doc.Tokens) > 0 && !e.o.Parse.URLTokens {
+		c.known = &dedup.Decision{Class: dedup.Exact, Original: hit.original, Similarity: 1, Method: "exact"}
+		p.Simhash = hit.simhash
+	} else {
+		c.sig = e.det.Sign(doc.Tokens)
+		p.Simhash = c.sig.Simhash
+		c.digest = &digest
+	}
+	e.commit(it, p, c, res)
+}
+
+// followable returns the canonical URLs of the links a page offers to follow
+// (rel=nofollow dropped unless configured), in order, without repeats. It
+// runs in the worker, outside the serial commit.
+func (e *Engine) followable(doc *parse.Document) []string {
+	links := doc.Links
+	if doc.Refresh != "" {
+		links = append(links[:len(links):len(links)], parse.Link{URL: doc.Refresh, Tag: "meta"})
+	}
+	out := make([]string, 0, len(links))
+	seen := make(map[string]bool, len(links))
+	for _, l := range links {
+		if l.Nofollow && !e.o.FollowNofollow {
+			continue
+		}
+		cu, err := frontier.Canonicalize(l.URL, nil)
+		if err != nil || seen[cu] {
+			continue
+		}
+		seen[cu] = true
+		out = append(out, cu)
+	}
+	return out
+}
+
+type digestHit struct{ original, simhash uint64 }
+
+func payloadKey(b []byte) [8]byte {
+	sum := sha256.Sum256(b)
+	var k [8]byte
+	copy(k[:], sum[:8])
+	return k
+}
+
+func (e *Engine) digestHit(k [8]byte) (digestHit, bool) {
+	e.digMu.RLock()
+	defer e.digMu.RUnlock()
+	h, ok := e.digests[k]
+	return h, ok
 }
 
 // recordGiveUps records the hosts the frontier gave up, so the report and a
@@ -407,13 +460,28 @@ func (e *Engine) recordGiveUps() {
 		e.commitMu.Unlock()
 		if err != nil {
 			e.setFatal(err)
+			return
+		}
+		// The URLs the frontier held for the host are recorded with the
+		// reason; any further queue entries stay in the store, so a later
+		// run on the same data dir tries the host again.
+		class := storage.ClassError
+		if g.Blocked {
+			class = storage.ClassRobotsDisallowed // RFC 9309: unavailable robots.txt disallows the host
+		}
+		for i := range g.Items {
+			it := g.Items[i]
+			e.commit(&it, &storage.Page{Class: class, ErrorClass: "gave_up", Error: "host given up: " + g.Reason}, nil, nil)
 		}
 	}
 }
 
 type pageContent struct {
-	doc *parse.Document
-	sig *dedup.Signature
+	doc    *parse.Document
+	links  []string         // canonical followable links
+	sig    *dedup.Signature // nil when known is set
+	known  *dedup.Decision  // decided without signing (byte-identical payload)
+	digest *[8]byte         // payload key to remember after the commit
 }
 
 func requestURI(u *url.URL) string {
@@ -465,8 +533,14 @@ func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res 
 		p.FetchedAt = time.Now().UTC()
 	}
 	var decision dedup.Decision
-	if c != nil && c.sig.Words > 0 {
+	if c != nil && c.known != nil {
+		decision = *c.known
+	} else if c != nil && c.sig.Words > 0 {
 		decision = e.det.CheckAndAdd(p.ID, c.sig)
+		if decision.Class != dedup.Unique && decision.Original == p.ID {
+			// A URL fetched again (queued twice) is not a copy of itself.
+			decision = dedup.Decision{}
+		}
 	}
 	var pushed []frontier.Item
 	var withdrawn []string
@@ -496,7 +570,7 @@ func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res 
 				}
 				withdrawn = append(withdrawn, w...)
 			}
-			items, err := e.links(tx, p, c.doc)
+			items, err := e.links(tx, p, c.links)
 			if err != nil {
 				return err
 			}
@@ -504,7 +578,7 @@ func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res 
 			if err := tx.PutText(p.ID, c.doc.Text); err != nil {
 				return err
 			}
-			if p.Class == storage.ClassUnique && c.sig.Words > 0 {
+			if p.Class == storage.ClassUnique && c.sig != nil && c.sig.Words > 0 {
 				b, err := c.sig.MarshalBinary()
 				if err != nil {
 					return err
@@ -533,6 +607,19 @@ func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res 
 		failed := p.Class == storage.ClassError || p.Class == storage.ClassRobotsDisallowed ||
 			(p.Status >= 300 && p.Status < 400)
 		if failed {
+			// The same path on a mirror of this URL's site may hold what
+			// the original lacks.
+			if e.o.Mirror != nil {
+				if cu, ok := e.o.Mirror.CopyOf(it.URL); ok {
+					item, ok, err := e.follow(tx, cu, it.Depth, it.Via)
+					if err != nil {
+						return err
+					}
+					if ok {
+						pushed = append(pushed, item)
+					}
+				}
+			}
 			deps, err := tx.TakeDependents(it.URL)
 			if err != nil {
 				return err
@@ -568,6 +655,17 @@ func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res 
 	if p.Class == storage.ClassExact || p.Class == storage.ClassNear {
 		e.dups.Add(1)
 	}
+	if c != nil && c.digest != nil && c.sig != nil && c.sig.Words > 0 {
+		orig := p.ID
+		if p.Class == storage.ClassExact {
+			orig = p.OriginalID
+		}
+		if p.Class == storage.ClassUnique || p.Class == storage.ClassExact {
+			e.digMu.Lock()
+			e.digests[*c.digest] = digestHit{original: orig, simhash: p.Simhash}
+			e.digMu.Unlock()
+		}
+	}
 	e.push(pushed)
 	for _, key := range withdrawn {
 		e.requeueSkipped(key)
@@ -576,7 +674,7 @@ func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res 
 
 // links decides, for a parsed page, which of its links to queue and which to
 // skip as copies of URLs already known on the page's original.
-func (e *Engine) links(tx *storage.Tx, p *storage.Page, doc *parse.Document) ([]frontier.Item, error) {
+func (e *Engine) links(tx *storage.Tx, p *storage.Page, links []string) ([]frontier.Item, error) {
 	if p.NoFollow || p.Depth >= e.o.MaxDepth {
 		return nil, nil
 	}
@@ -593,23 +691,28 @@ func (e *Engine) links(tx *storage.Tx, p *storage.Page, doc *parse.Document) ([]
 			mapped = false
 		}
 	}
-	var out []frontier.Item
-	links := doc.Links
-	if doc.Refresh != "" {
-		links = append(links[:len(links):len(links)], parse.Link{URL: doc.Refresh, Tag: "meta"})
+	if !dup && e.o.SkipDuplicateLinks && e.o.Mirror != nil {
+		// A page on the copy side of a mirror candidate whose counterpart
+		// is known is presumed a copy until the evidence says otherwise.
+		if m, ok := e.o.Mirror.CopyMapping(p.URL); ok {
+			if cp, ok := m.Apply(p.URL); ok {
+				if _, seen, err := tx.SeenID(cp); err != nil {
+					return nil, err
+				} else if seen {
+					dup, mapping, mapped = true, m, true
+				}
+			}
+		}
 	}
-	for _, l := range links {
-		if l.Nofollow && !e.o.FollowNofollow {
-			continue
-		}
-		cu, err := frontier.Canonicalize(l.URL, nil)
-		if err != nil {
-			continue
-		}
+	var out []frontier.Item
+	for _, cu := range links {
 		if e.o.Mirror != nil {
-			skipped, err := e.skipMirrorLink(tx, cu, p)
+			skipped, queued, err := e.skipMirrorLink(tx, cu, p)
 			if err != nil {
 				return nil, err
+			}
+			if queued != nil {
+				out = append(out, *queued)
 			}
 			if skipped {
 				continue
@@ -626,9 +729,14 @@ func (e *Engine) links(tx *storage.Tx, p *storage.Page, doc *parse.Document) ([]
 			}
 			if mapped {
 				if cp, ok := mapping.Apply(cu); ok && cp != cu {
-					if cpID, seen, err := tx.SeenID(cp); err != nil {
+					cpID, seen, err := counterpartUsable(tx, cp)
+					if err != nil {
 						return nil, err
-					} else if seen {
+					}
+					// While the mapping is an undecided mirror candidate, a
+					// few copies are fetched to verify it.
+					sample := seen && e.o.Mirror != nil && e.o.Mirror.WantSample(mirror.Key(mapping))
+					if seen && !sample {
 						if err := e.skip(tx, cu, cp, cpID, p, p.Similarity); err != nil {
 							return nil, err
 						}
@@ -673,7 +781,9 @@ func (e *Engine) inScope(cu string) bool {
 
 // follow queues cu if it is in scope, not a trap and not seen.
 func (e *Engine) follow(tx *storage.Tx, cu string, depth int, via string) (frontier.Item, bool, error) {
-	if !e.inScope(cu) {
+	// max_depth bounds every hop, redirects included, so endless redirect
+	// chains end too.
+	if depth > e.o.MaxDepth || !e.inScope(cu) {
 		return frontier.Item{}, false, nil
 	}
 	return e.enqueue(tx, cu, depth, via)

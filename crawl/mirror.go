@@ -24,14 +24,19 @@ func failedRecord(p *storage.Page) bool {
 }
 
 // counterpartUsable reports whether counterpart cp is known (queued or
-// fetched) and has not failed.
+// fetched) and has not failed. On a decided mirror an unknown counterpart is
+// queued on the original first (mirrorCounterpart), so the copy is fetched
+// only if the original turns out not to have the page.
 func counterpartUsable(tx *storage.Tx, cp string) (uint64, bool, error) {
 	id, seen, err := tx.SeenID(cp)
 	if err != nil || !seen {
 		return 0, false, err
 	}
 	rec, err := tx.GetPage(id)
-	if err == nil && failedRecord(rec) {
+	if err == nil && (failedRecord(rec) || rec.Class == storage.ClassMirrorSkipped) {
+		// A counterpart that failed cannot stand in for the copy, nor can
+		// one that was itself skipped (two candidates pointing opposite
+		// ways must not skip each other's pages).
 		return id, false, nil
 	}
 	if err != nil && err != storage.ErrNotFound {
@@ -55,11 +60,16 @@ func (e *Engine) skipLeased(it *frontier.Item) bool {
 		return true
 	}
 	skipped := false
+	var pushed []frontier.Item
 	err := e.db.Update(func(tx *storage.Tx) error {
 		skipped = false
-		cpID, usable, err := counterpartUsable(tx, cp)
+		pushed = pushed[:0]
+		cpID, usable, queued, err := e.mirrorCounterpart(tx, cp, it.Depth, it.Via)
 		if err != nil || !usable || !e.o.Mirror.Skip(key) {
 			return err
+		}
+		if queued != nil {
+			pushed = append(pushed, *queued)
 		}
 		rec := &storage.Page{
 			ID: it.ID, URL: it.URL, Host: it.Host, Depth: it.Depth, Via: it.Via,
@@ -85,31 +95,51 @@ func (e *Engine) skipLeased(it *frontier.Item) bool {
 	}
 	if skipped {
 		e.fr.Release(it, frontier.Outcome{})
+		e.push(pushed)
 	}
 	return skipped
 }
 
+// mirrorCounterpart returns the page id of counterpart cp on a decided
+// mirror's original and whether the copy may be skipped in its favour. An
+// unknown counterpart is queued now (if in scope) and used; one that failed
+// is not. queued is the new queue entry to push after the commit.
+func (e *Engine) mirrorCounterpart(tx *storage.Tx, cp string, depth int, via string) (uint64, bool, *frontier.Item, error) {
+	id, usable, err := counterpartUsable(tx, cp)
+	if err != nil || usable {
+		return id, usable, nil, err
+	}
+	if _, seen, err := tx.SeenID(cp); err != nil || seen {
+		return 0, false, nil, err // known and failed
+	}
+	it, ok, err := e.follow(tx, cp, depth, via)
+	if err != nil || !ok {
+		return 0, false, nil, err
+	}
+	return it.ID, true, &it, nil
+}
+
 // skipMirrorLink records a newly found link on a decided mirror as
 // mirror_skipped instead of queueing it, when its counterpart is usable.
-func (e *Engine) skipMirrorLink(tx *storage.Tx, cu string, via *storage.Page) (bool, error) {
+func (e *Engine) skipMirrorLink(tx *storage.Tx, cu string, via *storage.Page) (bool, *frontier.Item, error) {
 	key, cp, ok := e.o.Mirror.SkipTarget(cu)
 	if !ok {
-		return false, nil
+		return false, nil, nil
 	}
 	if _, seen, err := tx.SeenID(cu); err != nil || seen {
-		return false, err
+		return false, nil, err
 	}
 	if !e.inScope(cu) {
-		return false, nil
+		return false, nil, nil
 	}
-	cpID, usable, err := counterpartUsable(tx, cp)
+	cpID, usable, queued, err := e.mirrorCounterpart(tx, cp, via.Depth+1, via.URL)
 	if err != nil || !usable || !e.o.Mirror.Skip(key) {
-		return false, err
+		return false, queued, err
 	}
 	if err := e.skip(tx, cu, cp, cpID, via, 0); err != nil {
-		return false, err
+		return false, nil, err
 	}
-	return true, e.saveCandidate(tx, key)
+	return true, queued, e.saveCandidate(tx, key)
 }
 
 // mirrorEvidence proposes candidates from a duplicate pair and compares the
@@ -143,7 +173,10 @@ func (e *Engine) mirrorEvidence(tx *storage.Tx, p *storage.Page) ([]string, erro
 		if rec.Status != 200 || rec.Shape == 0 || !isContent(rec.Class) {
 			continue
 		}
-		match := rec.Shape == p.Shape || sameCluster(p, rec)
+		// The same page up to numbers (dates, versions). Near-duplicates
+		// do not count: two independent builds of one site are
+		// near-duplicates everywhere without being a mirror.
+		match := rec.Shape == p.Shape
 		switch det.Compare(cp.Key, match) {
 		case mirror.DecidedNow:
 			c, _ := det.Candidate(cp.Key)
@@ -170,11 +203,6 @@ func isContent(class string) bool {
 	return class == storage.ClassUnique || class == storage.ClassExact || class == storage.ClassNear
 }
 
-// sameCluster reports whether two pages were found to be copies of one page.
-func sameCluster(a, b *storage.Page) bool {
-	return a.OriginalID == b.ID || b.OriginalID == a.ID || (a.OriginalID != 0 && a.OriginalID == b.OriginalID)
-}
-
 func (e *Engine) saveCandidate(tx *storage.Tx, key string) error {
 	c, ok := e.o.Mirror.Candidate(key)
 	if !ok {
@@ -191,7 +219,12 @@ func (e *Engine) requeueDependent(tx *storage.Tx, d storage.Dependent) (frontier
 	}
 	rec, err := tx.GetPage(d.ID)
 	if err != nil || rec.Class != storage.ClassMirrorSkipped {
-		return frontier.Item{}, false, nil // fetched meanwhile
+		return frontier.Item{}, false, nil // fetched or queued again meanwhile
+	}
+	// Drop the skip record with the new queue entry, so that a second
+	// reason to requeue (a withdrawn decision) cannot queue it twice.
+	if err := tx.DeletePage(d.ID); err != nil {
+		return frontier.Item{}, false, err
 	}
 	host := frontier.HostKey(d.URL)
 	it := frontier.Item{ID: d.ID, URL: d.URL, Depth: d.Depth, Via: d.Via, Host: host, Seq: e.fr.Assign(host)}

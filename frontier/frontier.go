@@ -92,9 +92,10 @@ type Outcome struct {
 
 // GiveUp describes a host the frontier stopped serving.
 type GiveUp struct {
-	Host   string
-	Reason string
-	Items  []Item // items that were still in memory for it; more may remain in the store
+	Host    string
+	Reason  string
+	Blocked bool   // given up because its robots.txt stayed unavailable
+	Items   []Item // items that were still in memory for it; more may remain in the store
 }
 
 type hostState struct {
@@ -453,6 +454,10 @@ func (f *Frontier) Release(it *Item, o Outcome) (requeued bool) {
 		h.failures++
 		if h.failures >= f.opts.MaxFailures {
 			f.giveUp(h, fmt.Sprintf("robots.txt unavailable %d times in a row", h.failures))
+			// The engine records nothing for a blocked item: hand it over.
+			g := &f.giveUps[len(f.giveUps)-1]
+			g.Items = append([]Item{*it}, g.Items...)
+			g.Blocked = true
 		}
 	}
 	if o.Requested {

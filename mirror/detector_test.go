@@ -43,8 +43,8 @@ func TestDecisionAndSkip(t *testing.T) {
 	if again := d.Propose("http://b/pgsql/15.18/sql.html", "http://a/docs/15/sql.html"); again != key {
 		t.Fatalf("same mapping gave another key %q", again)
 	}
-	// Host b's pages keep being the copies, even though host b is ahead
-	// (it has pages host a lacks): host b is the mirror.
+	// Host b's page was the first copy, even though host b is ahead (it
+	// has pages host a lacks): host b is the mirror.
 	d.Observe("http://b/pgsql/15.18/x.html")
 	d.Observe("http://b/pgsql/15.18/y.html")
 	d.Observe("http://a/docs/15/x.html")
@@ -64,6 +64,12 @@ func TestDecisionAndSkip(t *testing.T) {
 	if _, _, ok := d.SkipTarget("http://a/docs/15/a/b.html"); ok {
 		t.Fatal("the original side must never be skipped")
 	}
+	if cu, ok := d.CopyOf("http://a/docs/15/release-1.html"); !ok || cu != "http://b/pgsql/15.18/release-1.html" {
+		t.Fatalf("CopyOf = %q %v", cu, ok)
+	}
+	if _, ok := d.CopyOf("http://b/pgsql/15.18/x.html"); ok {
+		t.Fatal("CopyOf maps the original side only")
+	}
 	if _, _, ok := d.SkipTarget("http://b/other/x.html"); ok {
 		t.Fatal("outside the prefix")
 	}
@@ -77,26 +83,31 @@ func TestDecisionAndSkip(t *testing.T) {
 	if skips != 6 {
 		t.Errorf("skipped %d of 8 with VerifyEvery 4, want 6", skips)
 	}
-	// A verification stream that stops matching withdraws the decision.
-	if ev := feed(d, key, 5, 2); ev != WithdrawnNow {
-		t.Fatalf("2/5 verification matches: %v, want WithdrawnNow", ev)
+	// One mismatch in the stream does not withdraw a sound decision...
+	if ev := feed(d, key, 10, 9); ev != NoChange {
+		t.Fatalf("9/10 verification matches: %v, want NoChange", ev)
+	}
+	// ...a stream that stops matching does.
+	if ev := feed(d, key, 10, 0); ev != WithdrawnNow {
+		t.Fatalf("0/10 verification matches: %v, want WithdrawnNow", ev)
 	}
 	if _, _, ok := d.SkipTarget("http://b/pgsql/15.18/a/b.html"); ok {
 		t.Fatal("still skipping after withdrawal")
 	}
 }
 
-func TestMirrorSideOnTieIsTheOneBehind(t *testing.T) {
+func TestMirrorSideIsTheFirstCopy(t *testing.T) {
 	d := NewDetector(DefaultOptions())
 	key := d.Propose("http://b/x.html", "http://a/x.html")
-	d.Propose("http://a/y.html", "http://b/y.html") // one copy vote each
-	d.Observe("http://a/1")
-	d.Observe("http://a/2")
-	d.Observe("http://b/1")
+	// Samples fetched early on the idle mirror make later pairs point the
+	// other way; the first pair decides.
+	for i := 0; i < 5; i++ {
+		d.Propose(fmt.Sprintf("http://a/%d.html", i), fmt.Sprintf("http://b/%d.html", i))
+	}
 	feed(d, key, 10, 10)
 	c, _ := d.Candidate(key)
-	if m := c.MirrorMapping(); m.FromOrigin != "http://b" {
-		t.Fatalf("mirror side %s, want the host that is behind (http://b)", m.FromOrigin)
+	if m := c.MirrorMapping(); m.FromOrigin != "http://b" || c.CopiesB != 5 {
+		t.Fatalf("mirror side %s (copies %d/%d), want http://b", m.FromOrigin, c.CopiesA, c.CopiesB)
 	}
 }
 
@@ -157,5 +168,48 @@ func TestMaxCandidates(t *testing.T) {
 	}
 	if n != 3 || len(d.Candidates()) != 3 {
 		t.Fatalf("candidates %d, want 3", n)
+	}
+}
+
+func TestWantSample(t *testing.T) {
+	d := NewDetector(Options{Sample: 3})
+	m, _ := Infer("http://b/x.html", "http://a/x.html")
+	key := d.Propose("http://b/x.html", "http://a/x.html")
+	if Key(m) != key {
+		t.Fatalf("Key %q != %q", Key(m), key)
+	}
+	n := 0
+	for i := 0; i < 20; i++ {
+		if d.WantSample(key) {
+			n++
+		}
+	}
+	if n != 4 {
+		t.Fatalf("sampled %d copies, want 1.5*Sample = 4", n)
+	}
+	d2 := NewDetector(Options{Sample: 3})
+	k2 := d2.Propose("http://b/x.html", "http://a/x.html")
+	feed(d2, k2, 3, 3)
+	if d2.WantSample(k2) {
+		t.Fatal("decided candidates need no samples")
+	}
+	if d2.WantSample("nope") {
+		t.Fatal("unknown candidate")
+	}
+}
+
+func TestCopyMapping(t *testing.T) {
+	d := NewDetector(DefaultOptions())
+	d.Propose("http://b/latest/git.html", "http://a/v2.55/git.html")
+	m, ok := d.CopyMapping("http://b/latest/x/y.html")
+	if !ok || m.ToOrigin != "http://a" || m.ToPrefix != "/v2.55/" {
+		t.Fatalf("CopyMapping = %+v %v", m, ok)
+	}
+	if _, ok := d.CopyMapping("http://a/v2.55/x.html"); ok {
+		t.Fatal("the original side is not a copy")
+	}
+	d.Propose("http://h/manual/pt-br/x.html", "http://h/manual/en/x.html")
+	if _, ok := d.CopyMapping("http://h/manual/pt-br/y.html"); ok {
+		t.Fatal("same-host candidates are never presumed copies")
 	}
 }

@@ -319,6 +319,9 @@ func (t *Tx) PutPage(p *Page) error {
 	return t.txn.Set(idKey('p', p.ID), b)
 }
 
+// DeletePage removes a page record (a skip record whose URL is queued again).
+func (t *Tx) DeletePage(id uint64) error { return t.txn.Delete(idKey('p', id)) }
+
 // PutRaw stores the raw request and response of page id.
 func (t *Tx) PutRaw(id uint64, request, response []byte) error {
 	if err := t.txn.Set(idKey('w', id), request); err != nil {

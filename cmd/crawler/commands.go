@@ -22,13 +22,21 @@ import (
 
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // errors are reported in one line by main
+	helpOut[fs] = stderr
 	return fs
 }
+
+// helpOut remembers where each flag set prints its -h help.
+var helpOut = map[*flag.FlagSet]io.Writer{}
 
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			if w := helpOut[fs]; w != nil {
+				fs.SetOutput(w)
+				fs.PrintDefaults()
+			}
 			return errHelp
 		}
 		return usageError{err}

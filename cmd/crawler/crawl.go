@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -46,7 +47,7 @@ type crawlFlags struct {
 
 func parseCrawlFlags(args []string, stderr io.Writer) (*crawlFlags, []string, error) {
 	fs := flag.NewFlagSet("crawl", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // errors are reported in one line by main
 	cf := &crawlFlags{}
 	fs.StringVar(&cf.config, "config", "", "YAML config file (defaults: 'crawler config')")
 	fs.StringVar(&cf.data, "data", "./crawl-data", "data directory (Badger); an unfinished crawl there is resumed")
@@ -60,6 +61,8 @@ func parseCrawlFlags(args []string, stderr io.Writer) (*crawlFlags, []string, er
 	fs.StringVar(&cf.cpuProfile, "cpuprofile", "", "write a CPU profile of the crawl to this file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fs.PrintDefaults()
 			return nil, nil, errHelp
 		}
 		return nil, nil, usageError{err}
@@ -198,6 +201,11 @@ func allLocal(seeds []string) bool {
 // runCrawl runs (or resumes) a crawl in dataDir.
 func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []string, allowPrivate bool,
 	logger *slog.Logger, stdout io.Writer, progress bool) error {
+	if len(seeds) == 0 {
+		if _, err := os.Stat(filepath.Join(dataDir, "MANIFEST")); err != nil {
+			return usagef("no seed URLs given (and %s holds no crawl to resume)", dataDir)
+		}
+	}
 	db, err := storage.Open(dataDir, storage.Options{SyncWrites: cfg.Storage.SyncWrites, Logger: logger})
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // usageError marks errors caused by how the command was called (exit 2).
@@ -46,7 +47,10 @@ func exitCode(err error, stderr io.Writer) int {
 	if errors.Is(err, errHelp) {
 		return 0
 	}
-	fmt.Fprintf(stderr, "crawler: %v\n", err)
+	// One line: joined multi-errors (e.g. every invalid config option) are
+	// folded with "; ".
+	msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+	fmt.Fprintf(stderr, "crawler: %s\n", msg)
 	var u usageError
 	if errors.As(err, &u) {
 		return 2
@@ -59,8 +63,7 @@ var errHelp = errors.New("help requested")
 // run executes one command line.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return usagef("no command given")
+		return usagef("no command given (run 'crawler help')")
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
@@ -84,7 +87,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, usage)
 		return nil
 	default:
-		fmt.Fprint(stderr, usage)
-		return usagef("unknown command %q", cmd)
+		return usagef("unknown command %q (run 'crawler help')", cmd)
 	}
 }

@@ -1,0 +1,81 @@
+package dedup
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// FuzzSign checks that Sign never panics on any token stream, that Words is
+// the number of tokens, that equal inputs give equal signatures (also from a
+// second detector and after a binary round trip), and that a page is fully
+// similar to itself.
+func FuzzSign(f *testing.F) {
+	f.Add("the quick brown fox jumps over the lazy dog", false)
+	f.Add("a", false)
+	f.Add("", false)
+	f.Add("one two three four five", true)
+	f.Add(strings.Repeat("same ", 300), false)
+	f.Add("Straße ﬁ \xff\xfe 日本語 e\u0301", false)
+	f.Add("a\x00b c\td\ne", true)
+	// Two detectors per weighting that see different histories (the first
+	// signs every input twice, the second once): a signature that depended
+	// on what a detector signed before would differ between them.
+	var dets [2][2]*Detector
+	for i, weight := range []string{WeightUniform, WeightTF} {
+		o := DefaultOptions()
+		o.SimhashWeight = weight
+		for j := range dets[i] {
+			d, err := New(o)
+			if err != nil {
+				f.Fatal(err)
+			}
+			dets[i][j] = d
+		}
+	}
+	f.Fuzz(func(t *testing.T, text string, useTF bool) {
+		pair := dets[0]
+		if useTF {
+			pair = dets[1]
+		}
+		det, fresh := pair[0], pair[1]
+		tokens := strings.Fields(text)
+		sig := det.Sign(tokens)
+		if sig == nil {
+			t.Fatal("Sign returned nil")
+		}
+		if sig.Words != len(tokens) {
+			t.Fatalf("Words = %d, want %d", sig.Words, len(tokens))
+		}
+		if again := det.Sign(slices.Clone(tokens)); !sameSignature(sig, again) {
+			t.Fatalf("two signatures of the same tokens differ:\n%+v\n%+v", sig, again)
+		}
+		if other := fresh.Sign(tokens); !sameSignature(sig, other) {
+			t.Fatalf("a second detector signs differently")
+		}
+		b, err := sig.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Signature
+		if err := back.UnmarshalBinary(b); err != nil {
+			t.Fatalf("UnmarshalBinary of MarshalBinary: %v", err)
+		}
+		if !sameSignature(sig, &back) {
+			t.Fatalf("binary round trip changed the signature:\n%+v\n%+v", sig, &back)
+		}
+		if len(tokens) > 0 {
+			if len(sig.Sketch) != det.Options().Samples {
+				t.Fatalf("%d samples, want %d", len(sig.Sketch), det.Options().Samples)
+			}
+			if s := Similarity(sig, sig); s != 1 {
+				t.Fatalf("Similarity(sig, sig) = %v, want 1", s)
+			}
+		}
+	})
+}
+
+func sameSignature(a, b *Signature) bool {
+	return a.Exact == b.Exact && a.Words == b.Words && a.Simhash == b.Simhash && a.Margins == b.Margins &&
+		slices.Equal(a.Sketch, b.Sketch) && slices.Equal(a.Super, b.Super)
+}
