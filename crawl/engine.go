@@ -86,6 +86,12 @@ type Engine struct {
 	pages    atomic.Int64
 	dups     atomic.Int64
 
+	// Page records by class in this run, for Snapshot. txSkipped counts the
+	// mirror_skipped records of the transaction in progress (commitMu).
+	classMu   sync.Mutex
+	classes   map[string]int64
+	txSkipped int
+
 	digMu   sync.RWMutex
 	digests map[[8]byte]digestHit // payload key -> page it is a copy of (or is)
 
@@ -108,7 +114,7 @@ func New(o Options, db *storage.DB, fr *frontier.Frontier, f Fetcher, robots Rob
 		o.Workers = 1
 	}
 	e := &Engine{o: o, db: db, fr: fr, f: f, robots: robots, det: det, logger: logger,
-		hostsSeen: map[string]bool{}, capLogged: map[string]bool{}, digests: map[[8]byte]digestHit{}}
+		hostsSeen: map[string]bool{}, capLogged: map[string]bool{}, classes: newClassCounts(), digests: map[[8]byte]digestHit{}}
 	if b, err := db.GetMeta("requests"); err == nil {
 		var n int64
 		fmt.Sscan(string(b), &n)
@@ -175,6 +181,33 @@ func (e *Engine) Seed(seeds []string) (added int, err error) {
 
 // Requests returns the number of HTTP requests sent so far (all runs).
 func (e *Engine) Requests() int64 { return e.requests.Load() }
+
+// Snapshot returns the engine's counters and the frontier's queue, for the
+// progress line and /metrics. It is safe to call while Run runs.
+func (e *Engine) Snapshot() Stats {
+	st := e.fr.Stats()
+	s := Stats{
+		Pages: e.pages.Load(), Requests: e.requests.Load(), Duplicates: e.dups.Load(),
+		Queued: st.Queued, Active: st.Active, Hosts: st.Hosts, Running: true,
+		ByClass: make(map[string]int64, len(storage.Classes)),
+	}
+	e.classMu.Lock()
+	for c, n := range e.classes {
+		s.ByClass[c] = n
+	}
+	e.classMu.Unlock()
+	return s
+}
+
+// countClass adds n page records of class to the run's counters.
+func (e *Engine) countClass(class string, n int) {
+	if n == 0 {
+		return
+	}
+	e.classMu.Lock()
+	e.classes[class] += int64(n)
+	e.classMu.Unlock()
+}
 
 // Run crawls until the frontier is exhausted or ctx is cancelled. ctx stops
 // leasing new URLs (requests in flight finish); hard cancels requests in flight.
@@ -543,10 +576,12 @@ func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res 
 		}
 	}
 	var pushed []frontier.Item
-	var withdrawn []string
+	var withdrawn, decided []string
 	err := e.db.Update(func(tx *storage.Tx) error {
 		pushed = pushed[:0]
 		withdrawn = withdrawn[:0]
+		e.txSkipped = 0
+		decided = decided[:0]
 		if c != nil {
 			switch decision.Class {
 			case dedup.Exact, dedup.Near:
@@ -564,11 +599,12 @@ func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res 
 				p.Class = storage.ClassUnique
 			}
 			if e.o.Mirror != nil {
-				w, err := e.mirrorEvidence(tx, p)
+				w, dec, err := e.mirrorEvidence(tx, p)
 				if err != nil {
 					return err
 				}
 				withdrawn = append(withdrawn, w...)
+				decided = append(decided, dec...)
 			}
 			items, err := e.links(tx, p, c.links)
 			if err != nil {
@@ -610,15 +646,11 @@ func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res 
 			// The same path on a mirror of this URL's site may hold what
 			// the original lacks.
 			if e.o.Mirror != nil {
-				if cu, ok := e.o.Mirror.CopyOf(it.URL); ok {
-					item, ok, err := e.follow(tx, cu, it.Depth, it.Via)
-					if err != nil {
-						return err
-					}
-					if ok {
-						pushed = append(pushed, item)
-					}
+				items, err := e.fetchCopiesOfFailure(tx, it.URL, it.Via, it.Depth)
+				if err != nil {
+					return err
 				}
+				pushed = append(pushed, items...)
 			}
 			deps, err := tx.TakeDependents(it.URL)
 			if err != nil {
@@ -640,6 +672,13 @@ func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res 
 				return err
 			}
 		}
+		if e.o.Mirror != nil {
+			items, err := e.gapResult(tx, p)
+			if err != nil {
+				return err
+			}
+			pushed = append(pushed, items...)
+		}
 		if err := tx.PutPage(p); err != nil {
 			return err
 		}
@@ -655,6 +694,8 @@ func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res 
 	if p.Class == storage.ClassExact || p.Class == storage.ClassNear {
 		e.dups.Add(1)
 	}
+	e.countClass(p.Class, 1)
+	e.countClass(storage.ClassMirrorSkipped, e.txSkipped)
 	if c != nil && c.digest != nil && c.sig != nil && c.sig.Words > 0 {
 		orig := p.ID
 		if p.Class == storage.ClassExact {
@@ -669,6 +710,9 @@ func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res 
 	e.push(pushed)
 	for _, key := range withdrawn {
 		e.requeueSkipped(key)
+	}
+	for _, key := range decided {
+		e.onDecided(key)
 	}
 }
 
@@ -769,6 +813,7 @@ func (e *Engine) skip(tx *storage.Tx, link, counterpart string, cpID uint64, via
 	if err := tx.PutSkipped(rec); err != nil {
 		return err
 	}
+	e.txSkipped++
 	return tx.AddDependent(counterpart, storage.Dependent{ID: cpID, URL: link, Depth: via.Depth + 1, Via: via.URL})
 }
 

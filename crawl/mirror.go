@@ -1,6 +1,8 @@
 package crawl
 
 import (
+	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/frontier"
@@ -94,6 +96,7 @@ func (e *Engine) skipLeased(it *frontier.Item) bool {
 		return true
 	}
 	if skipped {
+		e.countClass(storage.ClassMirrorSkipped, 1)
 		e.fr.Release(it, frontier.Outcome{})
 		e.push(pushed)
 	}
@@ -145,20 +148,19 @@ func (e *Engine) skipMirrorLink(tx *storage.Tx, cu string, via *storage.Page) (b
 // mirrorEvidence proposes candidates from a duplicate pair and compares the
 // page with its counterparts under every candidate that were fetched before.
 // It returns the keys of decisions withdrawn by the comparison.
-func (e *Engine) mirrorEvidence(tx *storage.Tx, p *storage.Page) ([]string, error) {
+func (e *Engine) mirrorEvidence(tx *storage.Tx, p *storage.Page) (withdrawn, decided []string, err error) {
 	det := e.o.Mirror
 	if (p.Class == storage.ClassExact || p.Class == storage.ClassNear) && p.DuplicateOf != "" {
 		if key := det.Propose(p.URL, p.DuplicateOf); key != "" {
 			if err := e.saveCandidate(tx, key); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
-	var withdrawn []string
 	for _, cp := range det.Counterparts(p.URL) {
 		id, seen, err := tx.SeenID(cp.URL)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !seen {
 			continue
@@ -168,7 +170,7 @@ func (e *Engine) mirrorEvidence(tx *storage.Tx, p *storage.Page) ([]string, erro
 			continue // queued: compared when it is fetched
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if rec.Status != 200 || rec.Shape == 0 || !isContent(rec.Class) {
 			continue
@@ -187,16 +189,134 @@ func (e *Engine) mirrorEvidence(tx *storage.Tx, p *storage.Page) ([]string, erro
 			}
 			e.logger.Info(kind+" detected", "copy", m.FromOrigin+m.FromPrefix, "original", m.ToOrigin+m.ToPrefix,
 				"compared", c.Compared, "matched", c.Matched)
+			if !c.SameHost() {
+				decided = append(decided, cp.Key)
+			}
 		case mirror.WithdrawnNow:
 			e.logger.Warn("mirror decision withdrawn: verification stopped matching", "candidate", cp.Key)
 			withdrawn = append(withdrawn, cp.Key)
 		}
 		if err := e.saveCandidate(tx, cp.Key); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	det.Observe(p.URL)
-	return withdrawn, nil
+	return withdrawn, decided, nil
+}
+
+// fetchCopiesOfFailure handles a URL on the original side of a decided
+// mirror that failed: the same path on the mirror may hold the page the
+// original lacks; and the page that linked to the failed URL evidently differs
+// from its copy on the mirror (which may link to more of what the original
+// lacks), so a skipped copy of it is worth fetching too. Both become gap
+// probes, issued as the detector allows.
+func (e *Engine) fetchCopiesOfFailure(tx *storage.Tx, failedURL, via string, depth int) ([]frontier.Item, error) {
+	key := ""
+	if cu, k, ok := e.o.Mirror.CopyOf(failedURL); ok {
+		key = k
+		e.o.Mirror.AddGap(k, mirror.Gap{URL: cu, Via: via, Depth: depth})
+	}
+	if via != "" {
+		if cv, k, ok := e.o.Mirror.CopyOf(via); ok {
+			key = k
+			e.o.Mirror.AddGap(k, mirror.Gap{URL: cv, Depth: max(depth-1, 0)})
+		}
+	}
+	if key == "" {
+		return nil, nil
+	}
+	return e.issueGaps(tx, key)
+}
+
+// issueGaps queues the gap probes the detector releases for key.
+func (e *Engine) issueGaps(tx *storage.Tx, key string) ([]frontier.Item, error) {
+	var out []frontier.Item
+	// Probes whose URL turns out known already are not sent; draw again
+	// until the released ones are really under way or the backlog is empty.
+	for {
+		gaps := e.o.Mirror.NextGaps(key)
+		if len(gaps) == 0 {
+			return out, nil
+		}
+		issued := 0
+		for _, g := range gaps {
+			item, ok, err := e.gapItem(tx, g)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				e.o.Mirror.GapUnissued(key)
+				continue
+			}
+			issued++
+			out = append(out, item)
+			if err := tx.PutEvidence("gap", g.URL, key); err != nil {
+				return nil, err
+			}
+		}
+		if issued == len(gaps) {
+			return out, nil
+		}
+	}
+}
+
+// gapItem queues a gap probe's URL: a new URL, or one whose record says it
+// was skipped as a copy. Anything else is already fetched or queued.
+func (e *Engine) gapItem(tx *storage.Tx, g mirror.Gap) (frontier.Item, bool, error) {
+	id, seen, err := tx.SeenID(g.URL)
+	if err != nil {
+		return frontier.Item{}, false, err
+	}
+	if !seen {
+		return e.follow(tx, g.URL, g.Depth, g.Via)
+	}
+	return e.requeueDependent(tx, storage.Dependent{ID: id, URL: g.URL, Depth: g.Depth, Via: g.Via, Seen: true})
+}
+
+// onDecided applies fetchCopiesOfFailure to the failures the original side
+// had before the mirror was decided. Called with commitMu held.
+func (e *Engine) onDecided(key string) {
+	c, ok := e.o.Mirror.Candidate(key)
+	if !ok {
+		return
+	}
+	orig := c.MirrorMapping()
+	origHead := orig.ToOrigin + orig.ToPrefix
+	var failed []*storage.Page
+	err := e.db.ForEachPage(func(p *storage.Page) error {
+		if failedRecord(p) && strings.HasPrefix(p.URL, origHead) {
+			cp := *p
+			failed = append(failed, &cp)
+		}
+		return nil
+	})
+	if err != nil {
+		e.setFatal(err)
+		return
+	}
+	if len(failed) == 0 {
+		return
+	}
+	var items []frontier.Item
+	err = e.db.Update(func(tx *storage.Tx) error {
+		items = items[:0]
+		for _, p := range failed {
+			got, err := e.fetchCopiesOfFailure(tx, p.URL, p.Via, p.Depth)
+			if err != nil {
+				return err
+			}
+			items = append(items, got...)
+		}
+		return nil
+	})
+	if err != nil {
+		e.setFatal(err)
+		return
+	}
+	if len(items) > 0 {
+		e.logger.Info("queued mirror copies of pages the original lacks", "count", len(items), "mirror", orig.FromOrigin+orig.FromPrefix)
+	}
+	e.push(items)
 }
 
 func isContent(class string) bool {
@@ -276,4 +396,23 @@ func (e *Engine) requeueSkipped(key string) {
 	}
 	e.logger.Info("queued skipped URLs again", "count", len(items), "mirror", m.FromOrigin+m.FromPrefix)
 	e.push(items)
+}
+
+// gapResult records the outcome of a gap probe (a mirror page fetched
+// because its original lacked something), a hit if it held new content, and
+// issues the probes the result releases.
+func (e *Engine) gapResult(tx *storage.Tx, p *storage.Page) ([]frontier.Item, error) {
+	v, ok, err := tx.TakeEvidence("gap", p.URL)
+	if err != nil || !ok {
+		return nil, err
+	}
+	var key string
+	if err := json.Unmarshal(v, &key); err != nil {
+		return nil, err
+	}
+	e.o.Mirror.GapResult(key, p.Class == storage.ClassUnique)
+	if err := e.saveCandidate(tx, key); err != nil {
+		return nil, err
+	}
+	return e.issueGaps(tx, key)
 }

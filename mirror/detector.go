@@ -63,7 +63,11 @@ type Candidate struct {
 	Skipped        int    `json:"skipped"`     // URLs not fetched thanks to the decision
 	Verified       int    `json:"verified"`    // verification-stream comparisons after the decision
 	VerifyMatched  int    `json:"verify_matched"`
-	Sampled        int    `json:"sampled"`  // copies fetched (not skipped) to verify the candidate
+	Sampled        int    `json:"sampled"`    // copies fetched (not skipped) to verify the candidate
+	GapProbes      int    `json:"gap_probes"` // mirror pages fetched because the original lacked them
+	GapResolved    int    `json:"gap_resolved"`
+	GapHits        int    `json:"gap_hits"` // ... that held new content
+	SampledX       int    `json:"-"`        // copies fetched (not skipped) to verify the candidate
 	CopiesA        int    `json:"copies_a"` // duplicate pairs whose copy (fetched second) was on side A
 	CopiesB        int    `json:"copies_b"`
 	FetchedA       int    `json:"fetched_a"`
@@ -118,6 +122,7 @@ type Detector struct {
 	mu       sync.Mutex
 	cands    map[string]*Candidate
 	byOrigin map[string][]*Candidate
+	gaps     map[string]*gapState
 }
 
 // NewDetector returns an empty detector.
@@ -339,9 +344,9 @@ func (d *Detector) CopyMapping(u string) (Mapping, bool) {
 }
 
 // CopyOf returns the copy-side URL corresponding to u on the original side
-// of a decided cross-host mirror. When u fails on the original, its copy may
-// hold the page the original lacks.
-func (d *Detector) CopyOf(u string) (string, bool) {
+// of a decided cross-host mirror, and the candidate's key. When u fails on
+// the original, its copy may hold the page the original lacks.
+func (d *Detector) CopyOf(u string) (copyURL, key string, ok bool) {
 	o := originOf(u)
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -350,10 +355,114 @@ func (d *Detector) CopyOf(u string) (string, bool) {
 			continue
 		}
 		if cu, ok := c.mapFrom(1 - c.Mirror).Apply(u); ok {
-			return cu, true
+			return cu, c.Key, true
 		}
 	}
-	return "", false
+	return "", "", false
+}
+
+// Gap is a mirror URL worth a request because the original lacks something:
+// the copy of a page that failed on the original, or the copy of a page that
+// linked to it (which evidently differs from the original's version).
+type Gap struct {
+	URL   string
+	Via   string
+	Depth int
+}
+
+type gapState struct {
+	backlog     []Gap
+	outstanding int
+}
+
+// maxGapBacklog bounds the backlog kept per candidate.
+const maxGapBacklog = 100000
+
+// AddGap queues a gap probe for candidate key (a decided mirror).
+func (d *Detector) AddGap(key string, g Gap) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := d.cands[key]
+	if c == nil || !c.Decided || d.gapsExhausted(c) {
+		return
+	}
+	st := d.gapsOf(key)
+	if len(st.backlog) < maxGapBacklog {
+		st.backlog = append(st.backlog, g)
+	}
+}
+
+// NextGaps returns the gap probes to issue now: at most Sample outstanding,
+// and none once Sample probes have resolved with fewer than one in five
+// finding new content (a mirror with the same broken links as its original
+// then stops costing requests; one that holds what the original lacks keeps
+// being probed).
+func (d *Detector) NextGaps(key string) []Gap {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := d.cands[key]
+	st := d.gaps[key]
+	if c == nil || st == nil {
+		return nil
+	}
+	if d.gapsExhausted(c) {
+		st.backlog = nil
+		return nil
+	}
+	var out []Gap
+	for st.outstanding < d.o.Sample && len(st.backlog) > 0 {
+		out = append(out, st.backlog[0])
+		st.backlog = st.backlog[1:]
+		st.outstanding++
+		c.GapProbes++
+	}
+	return out
+}
+
+// GapResult records whether a gap probe found new content.
+func (d *Detector) GapResult(key string, hit bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := d.cands[key]
+	if c == nil {
+		return
+	}
+	c.GapResolved++
+	if hit {
+		c.GapHits++
+	}
+	if st := d.gaps[key]; st != nil && st.outstanding > 0 {
+		st.outstanding--
+	}
+}
+
+// GapUnissued tells the detector that a probe NextGaps returned was not sent
+// (its URL was known already), so it does not count as outstanding.
+func (d *Detector) GapUnissued(key string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if c := d.cands[key]; c != nil {
+		c.GapProbes--
+	}
+	if st := d.gaps[key]; st != nil && st.outstanding > 0 {
+		st.outstanding--
+	}
+}
+
+func (d *Detector) gapsOf(key string) *gapState {
+	if d.gaps == nil {
+		d.gaps = map[string]*gapState{}
+	}
+	st := d.gaps[key]
+	if st == nil {
+		st = &gapState{}
+		d.gaps[key] = st
+	}
+	return st
+}
+
+func (d *Detector) gapsExhausted(c *Candidate) bool {
+	return c.GapResolved >= d.o.Sample && c.GapHits*5 < c.GapResolved
 }
 
 // Key returns the candidate key of a mapping (either direction).

@@ -64,11 +64,43 @@ func TestDecisionAndSkip(t *testing.T) {
 	if _, _, ok := d.SkipTarget("http://a/docs/15/a/b.html"); ok {
 		t.Fatal("the original side must never be skipped")
 	}
-	if cu, ok := d.CopyOf("http://a/docs/15/release-1.html"); !ok || cu != "http://b/pgsql/15.18/release-1.html" {
-		t.Fatalf("CopyOf = %q %v", cu, ok)
+	if cu, k, ok := d.CopyOf("http://a/docs/15/release-1.html"); !ok || cu != "http://b/pgsql/15.18/release-1.html" || k != key {
+		t.Fatalf("CopyOf = %q %q %v", cu, k, ok)
 	}
-	if _, ok := d.CopyOf("http://b/pgsql/15.18/x.html"); ok {
+	if _, _, ok := d.CopyOf("http://b/pgsql/15.18/x.html"); ok {
 		t.Fatal("CopyOf maps the original side only")
+	}
+	// Gap probes: at most Sample outstanding; after Sample resolved with
+	// fewer than one in five hits, the backlog is dropped.
+	for i := 0; i < 30; i++ {
+		d.AddGap(key, Gap{URL: fmt.Sprintf("http://b/pgsql/15.18/g%d.html", i)})
+	}
+	first := d.NextGaps(key)
+	if len(first) != 10 || len(d.NextGaps(key)) != 0 {
+		t.Fatalf("issued %d probes at once, want 10 and no more until results come", len(first))
+	}
+	for range first {
+		d.GapResult(key, false)
+	}
+	if more := d.NextGaps(key); len(more) != 0 {
+		t.Fatalf("%d more probes after 10 fruitless ones", len(more))
+	}
+	d2 := NewDetector(DefaultOptions())
+	k2 := d2.Propose("http://m/a/x.html", "http://o/b/x.html")
+	feed(d2, k2, 10, 10)
+	for i := 0; i < 30; i++ {
+		d2.AddGap(k2, Gap{URL: fmt.Sprintf("http://m/a/g%d.html", i)})
+	}
+	issued := 0
+	for round := 0; round < 5; round++ {
+		g := d2.NextGaps(k2)
+		issued += len(g)
+		for range g {
+			d2.GapResult(k2, true)
+		}
+	}
+	if issued != 30 {
+		t.Fatalf("fruitful probing issued %d of 30", issued)
 	}
 	if _, _, ok := d.SkipTarget("http://b/other/x.html"); ok {
 		t.Fatal("outside the prefix")

@@ -156,7 +156,7 @@ func newHTMLView(d *Data) *htmlView {
 
 	bc := d.Stats.ByClass
 	v.Cards = []card{
-		{Label: "Pages", Value: formatInt(d.Stats.Pages), Note: formatInt(d.Stats.Hosts) + " hosts"},
+		{Label: "Pages", Value: formatInt(d.Stats.Pages), Note: formatInt(d.Stats.Hosts) + " " + plural(d.Stats.Hosts, "host", "hosts")},
 		{Label: "Requests", Value: formatInt(d.Stats.Requests), Note: "including robots.txt"},
 		{Label: "Unique", Value: formatInt(bc[ClassUnique]), Class: "c-unique"},
 		{Label: "Exact duplicates", Value: formatInt(bc[ClassExactDuplicate]), Class: "c-exact_duplicate"},

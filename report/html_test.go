@@ -239,3 +239,18 @@ func TestFormatInt(t *testing.T) {
 		}
 	}
 }
+
+func TestHostsCardNote(t *testing.T) {
+	tests := []struct {
+		hosts int
+		want  string
+	}{
+		{0, `<div class="sub">0 hosts</div>`}, {1, `<div class="sub">1 host</div>`}, {1234, `<div class="sub">1,234 hosts</div>`},
+	}
+	for _, tt := range tests {
+		d := &Data{Stats: Stats{Hosts: tt.hosts}}
+		if out := renderHTML(t, d); !strings.Contains(out, tt.want) {
+			t.Errorf("%d hosts: output lacks %s", tt.hosts, tt.want)
+		}
+	}
+}

@@ -433,6 +433,23 @@ func (t *Tx) PutEvidence(kind, key string, v any) error {
 	return t.txn.Set([]byte("x/"+kind+"/"+key), b)
 }
 
+// TakeEvidence returns and deletes one evidence record, if present.
+func (t *Tx) TakeEvidence(kind, key string) ([]byte, bool, error) {
+	k := []byte("x/" + kind + "/" + key)
+	item, err := t.txn.Get(k)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	v, err := item.ValueCopy(nil)
+	if err != nil {
+		return nil, false, err
+	}
+	return v, true, t.txn.Delete(k)
+}
+
 // ---- read side ----
 
 // Page reads one page record.

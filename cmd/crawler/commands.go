@@ -279,7 +279,7 @@ func runDemo(ctx context.Context, webDir, dataDir string, stdout, stderr io.Writ
 	cfg.Politeness.Delay = configs.Duration(50 * time.Millisecond)
 	fmt.Fprintf(stdout, "Serving the demo web on %s\nCrawling %d seeds politely (one request at a time per host)...\n\n",
 		strings.Join(w.Hosts(), ", "), len(seeds))
-	if err := runCrawl(ctx, cfg, dataDir, seeds, false, newLogger(stderr, true), stdout, false); err != nil {
+	if err := runCrawl(ctx, cfg, dataDir, seeds, false, newLogger(stderr, true), stdout, nil); err != nil {
 		return err
 	}
 	db, err := storage.Open(dataDir, storage.Options{})

@@ -41,6 +41,7 @@ type crawlFlags struct {
 	workers             int
 	allowPrivate        bool
 	quiet               bool
+	serve               string
 	cpuProfile          string
 	set                 map[string]bool
 }
@@ -57,7 +58,8 @@ func parseCrawlFlags(args []string, stderr io.Writer) (*crawlFlags, []string, er
 	fs.IntVar(&cf.maxDepth, "max-depth", 0, "link hops from a seed (overrides crawl.max_depth)")
 	fs.IntVar(&cf.workers, "workers", 0, "concurrent fetches (overrides crawl.workers)")
 	fs.BoolVar(&cf.allowPrivate, "allow-private-networks", false, "allow loopback and private addresses")
-	fs.BoolVar(&cf.quiet, "quiet", false, "no progress output")
+	fs.BoolVar(&cf.quiet, "quiet", false, "no progress output (a refreshing line on a terminal, log lines otherwise)")
+	fs.StringVar(&cf.serve, "serve", "", "serve the live HTML report and /metrics on this address during the crawl, e.g. 127.0.0.1:8080")
 	fs.StringVar(&cf.cpuProfile, "cpuprofile", "", "write a CPU profile of the crawl to this file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -111,7 +113,8 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	logger := newLogger(stderr, cf.quiet)
+	ui := newCrawlUI(stderr, cf.quiet, cf.serve)
+	logger := newLogger(ui, cf.quiet)
 	if cf.cpuProfile != "" {
 		f, err := os.Create(cf.cpuProfile)
 		if err != nil {
@@ -123,7 +126,7 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer pprof.StopCPUProfile()
 	}
-	return runCrawl(ctx, cfg, cf.data, seeds, cf.allowPrivate, logger, stdout, !cf.quiet)
+	return runCrawl(ctx, cfg, cf.data, seeds, cf.allowPrivate, logger, stdout, ui)
 }
 
 func readSeeds(path string) ([]string, error) {
@@ -198,9 +201,10 @@ func allLocal(seeds []string) bool {
 	return true
 }
 
-// runCrawl runs (or resumes) a crawl in dataDir.
+// runCrawl runs (or resumes) a crawl in dataDir; ui shows its progress and
+// serves its live report (nil: neither).
 func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []string, allowPrivate bool,
-	logger *slog.Logger, stdout io.Writer, progress bool) error {
+	logger *slog.Logger, stdout io.Writer, ui *crawlUI) error {
 	if len(seeds) == 0 {
 		if _, err := os.Stat(filepath.Join(dataDir, "MANIFEST")); err != nil {
 			return usagef("no seed URLs given (and %s holds no crawl to resume)", dataDir)
@@ -302,10 +306,6 @@ func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []s
 	if err != nil {
 		return usageError{err}
 	}
-	every := 5 * time.Second
-	if !progress {
-		every = 0
-	}
 	eng := crawl.New(crawl.Options{
 		Workers:            cfg.Crawl.Workers,
 		MaxDepth:           cfg.Crawl.MaxDepth,
@@ -318,7 +318,7 @@ func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []s
 		RobotsRetry:        cfg.Politeness.RobotsRetry.D(),
 		KeepRaw:            cfg.Storage.KeepRaw,
 		Parse:              parse.Options{URLTokens: cfg.Dedup.URLTokens, BotName: cfg.Fetch.RobotsAgent, MaxTokens: 1 << 20},
-		ProgressEvery:      every,
+		ProgressEvery:      ui.logEvery(),
 		Mirror:             mirrorDetector(cfg),
 	}, db, fr, fetcher, robots, det, logger.With("system", "crawl"))
 	restored, err := eng.Restore()
@@ -358,10 +358,16 @@ func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []s
 		logger.Warn("stopping now")
 		cancelHard()
 	}()
+	stopUI, err := ui.start(ctx, db, cfg, fopts.MaxPages, eng.Snapshot, logger, stdout)
+	if err != nil {
+		return err
+	}
+	defer stopUI()
 	start := time.Now()
 	if err := eng.Run(soft, hard); err != nil {
 		return err
 	}
+	stopUI() // the progress line ends before the summary
 	st := fr.Stats()
 	fmt.Fprintf(stdout, "crawl %s in %s: %d requests, %d queued left, data in %s\n",
 		map[bool]string{true: "finished", false: "stopped"}[st.Queued == 0 && soft.Err() == nil],

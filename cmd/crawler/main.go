@@ -1,4 +1,4 @@
-// Command crawler is Horseshoe's command line: crawl, export, report, dedup
+// Command crawler is Horseshoe's command line: crawl, export, report, serve, dedup
 // and demo. main only wires: run returns an error, and main maps it to an exit
 // code (0 success, 1 runtime failure, 2 usage) with one line on stderr.
 package main
@@ -23,9 +23,10 @@ func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format
 const usage = `Horseshoe: a polite web crawler that drops exact and near-duplicate pages.
 
 Usage:
-  crawler crawl  [--config FILE] [--data DIR] [--seeds FILE] [flags] [URL ...]
+  crawler crawl  [--config FILE] [--data DIR] [--seeds FILE] [--serve ADDR] [flags] [URL ...]
   crawler export --data DIR --format jsonl|warc --out PATH [--all] [--include-duplicates]
   crawler report --data DIR [--format text|json|html] [--out PATH]
+  crawler serve  --data DIR [--addr 127.0.0.1:8080]   the HTML report and /metrics over HTTP
   crawler dedup curve [--config FILE]
   crawler demo   [--web DIR] [--data DIR]
   crawler config              print the default configuration
@@ -73,6 +74,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdExport(rest, stdout, stderr)
 	case "report":
 		return cmdReport(rest, stdout, stderr)
+	case "serve":
+		return cmdServe(ctx, rest, stdout, stderr)
 	case "dedup":
 		return cmdDedup(rest, stdout, stderr)
 	case "demo":

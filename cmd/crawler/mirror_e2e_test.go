@@ -1,0 +1,254 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
+	"github.com/horseshoe-crawler/horseshoe/report"
+)
+
+// mirrorPair is one of the corpus README's mirror pairs.
+type mirrorPair struct {
+	origIP, origPrefix, copyIP, copyPrefix string
+}
+
+var corpusMirrorPairs = []mirrorPair{
+	{"127.0.0.2", "/docs/15/", "127.0.0.3", "/pgsql/15.18/"},
+	{"127.0.0.5", "/v2.55/", "127.0.0.6", "/latest/"},
+	{"127.0.0.8", "/", "127.0.0.9", "/"},
+	{"127.0.0.11", "/man/", "127.0.0.12", "/linux/man-pages/"},
+}
+
+func ipOf(hostport string) string { return strings.Split(hostport, ":")[0] }
+
+// crawlPhases crawls the given seed groups one after the other into one data
+// dir (each group to completion, the next added by resuming with new seeds)
+// and returns the report.
+func crawlPhases(t *testing.T, w *testweb.Web, config string, groups ...[]string) report.Data {
+	t.Helper()
+	data := filepath.Join(t.TempDir(), "data")
+	for _, seeds := range groups {
+		args := []string{"crawl", "--data", data, "--delay", "0", "--workers", "8", "--quiet"}
+		if config != "" {
+			args = append(args, "--config", config)
+		}
+		var out, errOut bytes.Buffer
+		if err := run(context.Background(), append(args, seeds...), &out, &errOut); err != nil {
+			t.Fatalf("crawl: %v\n%s", err, errOut.String())
+		}
+	}
+	jsonPath := filepath.Join(t.TempDir(), "r.json")
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"report", "--data", data, "--format", "json", "--out", jsonPath}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	var d report.Data
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// requestsUnder counts the requests a crawl sent to ip under prefix, from
+// the request log entries after index from.
+func requestsUnder(w *testweb.Web, ip, prefix string, from int) int {
+	n := 0
+	for _, r := range w.Requests()[from:] {
+		if r.Host == ip && strings.HasPrefix(r.Path, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestMirrorsWhicheverHostFirst checks issue #4's done-means on the real
+// corpus: whichever host of each pair is crawled first, the four mirror pairs
+// are found with the right prefix mappings and no other host pair is; no
+// content is lost (127.0.0.3 lacks pages of 127.0.0.2); and the saving against
+// a crawl that follows every link is measured.
+func TestMirrorsWhicheverHostFirst(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crawls the real corpus five times")
+	}
+	root, _, err := testweb.Corpus()
+	if errors.Is(err, testweb.ErrNoCorpus) {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI must run the real-corpus tests: %v", err)
+		}
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := testweb.Start(root, testweb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+
+	var origSeeds, copySeeds []string
+	for _, p := range corpusMirrorPairs {
+		origSeeds = append(origSeeds, w.URL(p.origIP, p.origPrefix))
+		copySeeds = append(copySeeds, w.URL(p.copyIP, p.copyPrefix))
+	}
+
+	// Reference: every link followed, no mirror handling.
+	cfg := filepath.Join(t.TempDir(), "follow-all.yaml")
+	if err := os.WriteFile(cfg, []byte("crawl:\n  skip_duplicate_links: false\nmirror:\n  enabled: false\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mark := len(w.Requests())
+	crawlPhases(t, w, cfg, append(append([]string{}, origSeeds...), copySeeds...))
+	refCopy, refOrig := map[string]int{}, map[string]int{}
+	for _, p := range corpusMirrorPairs {
+		refCopy[p.copyIP] = requestsUnder(w, p.copyIP, p.copyPrefix, mark)
+		refOrig[p.origIP] = requestsUnder(w, p.origIP, p.origPrefix, mark)
+	}
+
+	for _, order := range []string{"original first", "mirror first"} {
+		t.Run(order, func(t *testing.T) {
+			first, second := origSeeds, copySeeds
+			if order == "mirror first" {
+				first, second = copySeeds, origSeeds
+			}
+			mark := len(w.Requests())
+			d := crawlPhases(t, w, "", first, second)
+			pages := pagesByURL(&d)
+
+			// The four pairs, with the right prefixes, whichever side
+			// was crawled second is reported as the mirror.
+			found := map[string]report.Mirror{}
+			for _, m := range d.Mirrors {
+				found[ipOf(m.Host)+m.Prefix+" -> "+ipOf(m.MirrorOf)+m.OriginalPrefix] = m
+			}
+			var want []string
+			for _, p := range corpusMirrorPairs {
+				key := p.copyIP + p.copyPrefix + " -> " + p.origIP + p.origPrefix
+				if order == "mirror first" {
+					key = p.origIP + p.origPrefix + " -> " + p.copyIP + p.copyPrefix
+				}
+				want = append(want, key)
+				m, ok := found[key]
+				if !ok {
+					t.Errorf("mirror %s not reported; reported: %v", key, keys(found))
+					continue
+				}
+				if m.PathsCompared < 10 || m.Score < 0.8 {
+					t.Errorf("%s: evidence %d/%d (score %.2f) below the decision bar", key, m.PathsMatched, m.PathsCompared, m.Score)
+				}
+				delete(found, key)
+			}
+			if len(found) > 0 {
+				t.Errorf("host pairs reported as mirrors that are not: %v", keys(found))
+			}
+
+			// No content lost: the pages 127.0.0.3 lacks are fetched and
+			// kept on 127.0.0.2 in either order.
+			missingOnCopy := 0
+			for _, glob := range []string{"sql-*.html", "release-*.html", "catalog-*.html"} {
+				files, _ := filepath.Glob(filepath.Join(root, "127.0.0.2", "docs", "15", glob))
+				for _, f := range files {
+					u := w.URL("127.0.0.2", "/docs/15/"+filepath.Base(f))
+					p, ok := pages[u]
+					if !ok || p.Status != 200 || (p.Class != "unique" && !isDup(p)) {
+						missingOnCopy++
+						if missingOnCopy <= 5 {
+							t.Errorf("%s (absent from 127.0.0.3) not fetched and kept: %+v", u, p)
+						}
+					}
+				}
+			}
+			if missingOnCopy > 5 {
+				t.Errorf("... %d such pages in all", missingOnCopy)
+			}
+
+			// The saving on the side crawled second, and its waste: requests
+			// for paths the first side served too (the rest are pages only
+			// the second side has, which must be fetched).
+			for _, p := range corpusMirrorPairs {
+				ip, prefix, ref := p.copyIP, p.copyPrefix, refCopy[p.copyIP]
+				firstIP, firstPrefix := p.origIP, p.origPrefix
+				if order == "mirror first" {
+					ip, prefix, ref = p.origIP, p.origPrefix, refOrig[p.origIP]
+					firstIP, firstPrefix = p.copyIP, p.copyPrefix
+				}
+				got, wasted := 0, 0
+				for _, r := range w.Requests()[mark:] {
+					if r.Host != ip || !strings.HasPrefix(r.Path, prefix) {
+						continue
+					}
+					got++
+					cp := w.URL(firstIP, firstPrefix+strings.TrimPrefix(r.Path, prefix))
+					if o, ok := pages[cp]; ok && o.Status == 200 && r.Path != prefix {
+						wasted++
+					}
+				}
+				t.Logf("%s%s (crawled second): %d requests (%d for paths the other side served) with mirror handling, %d following every link (%.0f%% saved)",
+					ip, prefix, got, wasted, ref, 100*(1-float64(got)/float64(ref)))
+				if wasted > 25 {
+					t.Errorf("%s%s: %d requests for pages the other side already served", ip, prefix, wasted)
+				}
+			}
+		})
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestCorpusReportsMirrorsAndReplicatedPrefixes checks the full corpus crawl:
+// one mirror per README pair (in the direction the crawl met them), nothing
+// else, and the npm versions of 127.0.0.10 as replicated prefixes.
+func TestCorpusReportsMirrorsAndReplicatedPrefixes(t *testing.T) {
+	c := crawlCorpus(t)
+	pairOf := map[string]string{}
+	for _, p := range corpusMirrorPairs {
+		pairOf[p.origIP+p.origPrefix] = p.copyIP + p.copyPrefix
+		pairOf[p.copyIP+p.copyPrefix] = p.origIP + p.origPrefix
+	}
+	seen := map[string]bool{}
+	for _, m := range c.report.Mirrors {
+		a, b := ipOf(m.Host)+m.Prefix, ipOf(m.MirrorOf)+m.OriginalPrefix
+		if pairOf[a] != b {
+			t.Errorf("reported mirror %s -> %s is not a mirror pair of the corpus", a, b)
+		}
+		seen[a] = true
+		seen[b] = true
+	}
+	for _, p := range corpusMirrorPairs {
+		if !seen[p.origIP+p.origPrefix] {
+			t.Errorf("mirror pair %s%s / %s%s not reported", p.origIP, p.origPrefix, p.copyIP, p.copyPrefix)
+		}
+	}
+	npm := 0
+	for _, r := range c.report.ReplicatedPrefixes {
+		if ipOf(r.Host) == "127.0.0.10" && strings.HasPrefix(r.Prefix, "/npm/v") && strings.HasPrefix(r.OriginalPrefix, "/npm/v") {
+			npm++
+		}
+		if ipOf(r.Host) != ipOf(r.MirrorOf) {
+			t.Errorf("replicated prefix across hosts: %+v", r)
+		}
+	}
+	if npm == 0 {
+		t.Errorf("the npm versions of 127.0.0.10 are not reported as replicated prefixes: %v", fmt.Sprint(c.report.ReplicatedPrefixes))
+	}
+}
