@@ -65,6 +65,7 @@ type Options struct {
 	ObeyRobots         bool
 	RobotsAgent        string
 	RobotsRetry        time.Duration // how long a host with an unavailable robots.txt waits before a retry
+	MaxDelay           time.Duration // politeness.max_delay: the cap applied to Crawl-delay (for the report)
 	KeepRaw            bool
 	Parse              parse.Options
 	ProgressEvery      time.Duration    // slog progress lines (0 = off)
@@ -305,7 +306,7 @@ func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
 		e.commit(it, &storage.Page{Class: storage.ClassError, Error: err.Error(), ErrorClass: "url"}, nil, nil)
 		return
 	}
-	if e.o.Mirror != nil && e.skipLeased(it) {
+	if e.o.Mirror != nil && !it.Verify && e.skipLeased(it) {
 		return
 	}
 	if e.o.ObeyRobots && e.robots != nil {
@@ -528,12 +529,23 @@ func requestURI(u *url.URL) string {
 	return s
 }
 
+// logCap logs and records (once per host) a Crawl-delay above max_delay.
 func (e *Engine) logCap(host string, d time.Duration) {
 	e.hostMu.Lock()
-	defer e.hostMu.Unlock()
-	if !e.capLogged[host] {
-		e.capLogged[host] = true
-		e.logger.Warn("Crawl-delay capped", "host", host, "requested", d)
+	first := !e.capLogged[host]
+	e.capLogged[host] = true
+	e.hostMu.Unlock()
+	if !first {
+		return
+	}
+	e.logger.Warn("Crawl-delay capped", "host", host, "requested", d, "applied", e.o.MaxDelay)
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	err := e.db.Update(func(tx *storage.Tx) error {
+		return tx.PutEvidence("crawldelay", host, map[string]string{"requested": d.String(), "applied": e.o.MaxDelay.String()})
+	})
+	if err != nil {
+		e.setFatal(err)
 	}
 }
 
@@ -750,8 +762,9 @@ func (e *Engine) links(tx *storage.Tx, p *storage.Page, links []string) ([]front
 	}
 	var out []frontier.Item
 	for _, cu := range links {
+		verify := false
 		if e.o.Mirror != nil {
-			skipped, queued, err := e.skipMirrorLink(tx, cu, p)
+			skipped, v, queued, err := e.skipMirrorLink(tx, cu, p)
 			if err != nil {
 				return nil, err
 			}
@@ -761,8 +774,9 @@ func (e *Engine) links(tx *storage.Tx, p *storage.Page, links []string) ([]front
 			if skipped {
 				continue
 			}
+			verify = v
 		}
-		if dup && e.o.SkipDuplicateLinks {
+		if dup && e.o.SkipDuplicateLinks && !verify {
 			if _, seen, err := tx.SeenID(cu); err != nil {
 				return nil, err
 			} else if seen {
@@ -791,7 +805,16 @@ func (e *Engine) links(tx *storage.Tx, p *storage.Page, links []string) ([]front
 			// A duplicate's link with no known counterpart may lead to
 			// content the original does not have: follow it.
 		}
-		item, ok, err := e.follow(tx, cu, p.Depth+1, p.URL)
+		var item frontier.Item
+		var ok bool
+		var err error
+		if verify {
+			if p.Depth+1 <= e.o.MaxDepth && e.inScope(cu) {
+				item, ok, err = e.enqueueItem(tx, cu, p.Depth+1, p.URL, true)
+			}
+		} else {
+			item, ok, err = e.follow(tx, cu, p.Depth+1, p.URL)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -836,11 +859,15 @@ func (e *Engine) follow(tx *storage.Tx, cu string, depth int, via string) (front
 
 // enqueue marks cu seen and writes its queue entry, unless it was seen.
 func (e *Engine) enqueue(tx *storage.Tx, cu string, depth int, via string) (frontier.Item, bool, error) {
+	return e.enqueueItem(tx, cu, depth, via, false)
+}
+
+func (e *Engine) enqueueItem(tx *storage.Tx, cu string, depth int, via string, verify bool) (frontier.Item, bool, error) {
 	if _, seen, err := tx.SeenID(cu); err != nil || seen {
 		return frontier.Item{}, false, err
 	}
 	host := frontier.HostKey(cu)
-	it := frontier.Item{ID: tx.NewID(), URL: cu, Depth: depth, Via: via, Host: host, Seq: e.fr.Assign(host)}
+	it := frontier.Item{ID: tx.NewID(), URL: cu, Depth: depth, Via: via, Host: host, Seq: e.fr.Assign(host), Verify: verify}
 	if err := tx.MarkSeen(cu, it.ID); err != nil {
 		return it, false, err
 	}

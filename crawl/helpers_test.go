@@ -20,6 +20,7 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/fetch"
 	"github.com/horseshoe-crawler/horseshoe/frontier"
 	"github.com/horseshoe-crawler/horseshoe/parse"
+	"github.com/horseshoe-crawler/horseshoe/report"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
 
@@ -288,6 +289,7 @@ func (c crawlConfig) withDefaults() crawlConfig {
 
 // crawlResult is what a finished test crawl left in its store.
 type crawlResult struct {
+	Notes    []report.HostNote        // the report's host notes
 	Pages    map[string]*storage.Page // by canonical URL
 	GiveUps  map[string]string        // host given up -> reason (frontier or stored evidence)
 	Requests int64
@@ -375,6 +377,7 @@ func runCrawl(tb testing.TB, cfg crawlConfig, seeds ...string) crawlResult {
 		SkipDuplicateLinks: false,
 		ObeyRobots:         true,
 		RobotsRetry:        cfg.RobotsRetry,
+		MaxDelay:           cfg.MaxDelay,
 		RobotsAgent:        robotsAgent,
 		Parse:              parse.Options{BotName: robotsAgent, MaxTokens: 1 << 20},
 	}, db, fr, fetcher, robots, det, nil)
@@ -414,6 +417,11 @@ func runCrawl(tb testing.TB, cfg crawlConfig, seeds ...string) crawlResult {
 	}); err != nil {
 		tb.Fatalf("ForEachPage: %v", err)
 	}
+	rd, err := crawl.ReportData(db, "", nil)
+	if err != nil {
+		tb.Fatalf("ReportData: %v", err)
+	}
+	res.Notes = rd.HostNotes
 	return res
 }
 

@@ -124,25 +124,30 @@ func (e *Engine) mirrorCounterpart(tx *storage.Tx, cp string, depth int, via str
 
 // skipMirrorLink records a newly found link on a decided mirror as
 // mirror_skipped instead of queueing it, when its counterpart is usable.
-func (e *Engine) skipMirrorLink(tx *storage.Tx, cu string, via *storage.Page) (bool, *frontier.Item, error) {
+// verify reports that the link is a pick of the verification stream: it must
+// be fetched, whatever other rule would skip it.
+func (e *Engine) skipMirrorLink(tx *storage.Tx, cu string, via *storage.Page) (skipped, verify bool, queued *frontier.Item, err error) {
 	key, cp, ok := e.o.Mirror.SkipTarget(cu)
 	if !ok {
-		return false, nil, nil
+		return false, false, nil, nil
 	}
 	if _, seen, err := tx.SeenID(cu); err != nil || seen {
-		return false, nil, err
+		return false, false, nil, err
 	}
 	if !e.inScope(cu) {
-		return false, nil, nil
+		return false, false, nil, nil
 	}
 	cpID, usable, queued, err := e.mirrorCounterpart(tx, cp, via.Depth+1, via.URL)
-	if err != nil || !usable || !e.o.Mirror.Skip(key) {
-		return false, queued, err
+	if err != nil || !usable {
+		return false, false, queued, err
+	}
+	if !e.o.Mirror.Skip(key) {
+		return false, true, queued, nil
 	}
 	if err := e.skip(tx, cu, cp, cpID, via, 0); err != nil {
-		return false, nil, err
+		return false, false, nil, err
 	}
-	return true, queued, e.saveCandidate(tx, key)
+	return true, false, queued, e.saveCandidate(tx, key)
 }
 
 // mirrorEvidence proposes candidates from a duplicate pair and compares the
@@ -219,7 +224,7 @@ func (e *Engine) fetchCopiesOfFailure(tx *storage.Tx, failedURL, via string, dep
 	if via != "" {
 		if cv, k, ok := e.o.Mirror.CopyOf(via); ok {
 			key = k
-			e.o.Mirror.AddGap(k, mirror.Gap{URL: cv, Depth: max(depth-1, 0)})
+			e.o.Mirror.AddGap(k, mirror.Gap{URL: cv, Depth: max(depth-1, 0), Linker: true})
 		}
 	}
 	if key == "" {
@@ -245,12 +250,12 @@ func (e *Engine) issueGaps(tx *storage.Tx, key string) ([]frontier.Item, error) 
 				return nil, err
 			}
 			if !ok {
-				e.o.Mirror.GapUnissued(key)
+				e.o.Mirror.GapUnissued(key, g.Linker)
 				continue
 			}
 			issued++
 			out = append(out, item)
-			if err := tx.PutEvidence("gap", g.URL, key); err != nil {
+			if err := tx.PutEvidence("gap", g.URL, gapMark{Key: key, Linker: g.Linker}); err != nil {
 				return nil, err
 			}
 		}
@@ -406,13 +411,19 @@ func (e *Engine) gapResult(tx *storage.Tx, p *storage.Page) ([]frontier.Item, er
 	if err != nil || !ok {
 		return nil, err
 	}
-	var key string
-	if err := json.Unmarshal(v, &key); err != nil {
+	var m gapMark
+	if err := json.Unmarshal(v, &m); err != nil {
 		return nil, err
 	}
-	e.o.Mirror.GapResult(key, p.Class == storage.ClassUnique)
-	if err := e.saveCandidate(tx, key); err != nil {
+	e.o.Mirror.GapResult(m.Key, m.Linker, p.Class == storage.ClassUnique)
+	if err := e.saveCandidate(tx, m.Key); err != nil {
 		return nil, err
 	}
-	return e.issueGaps(tx, key)
+	return e.issueGaps(tx, m.Key)
+}
+
+// gapMark is stored with a gap probe's URL until its result is in.
+type gapMark struct {
+	Key    string `json:"key"`
+	Linker bool   `json:"linker,omitempty"`
 }

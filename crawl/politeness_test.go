@@ -153,6 +153,19 @@ func TestPolitenessGaps(t *testing.T) {
 		{"IP 127.0.0.1 (localhost + 127.0.0.1)", log.byIP("127.0.0.1"), delay, 10},
 	}
 	t.Logf("crawl took %v, %d requests", time.Since(start).Round(time.Millisecond), res.Requests)
+	// The capped Crawl-delay is reported, with what was asked and applied.
+	capNote := false
+	for _, n := range res.Notes {
+		if n.Kind == "crawl_delay_capped" && strings.HasPrefix(n.Host, "127.0.0.33") {
+			capNote = strings.Contains(n.Detail, "1m0s") && strings.Contains(n.Detail, maxDelay.String())
+		}
+		if n.Kind == "crawl_delay_capped" && !strings.HasPrefix(n.Host, "127.0.0.33") {
+			t.Errorf("host note for a Crawl-delay that was not capped: %+v", n)
+		}
+	}
+	if !capNote {
+		t.Errorf("the capped Crawl-delay of 127.0.0.33 is not in the report's host notes: %+v", res.Notes)
+	}
 	t.Logf("%-58s %10s %12s %12s %8s", "sequence", "configured", "min arrival", "min idle", "requests")
 	for _, r := range rows {
 		s := assertSpaced(t, r.what, r.hits, r.want)
@@ -499,6 +512,15 @@ func TestRobotsUnavailableForeverGivesUp(t *testing.T) {
 		t.Errorf("/ recorded with class %q status %d, want robots_disallowed or not recorded", p.Class, p.Status)
 	} else if p == nil && !givenUp {
 		t.Errorf("/ neither recorded nor its host given up: %+v", res.GiveUps)
+	}
+	if givenUp {
+		reported := false
+		for _, n := range res.Notes {
+			reported = reported || (n.Host == host && n.Kind == "gave_up" && strings.Contains(n.Detail, "robots.txt"))
+		}
+		if !reported {
+			t.Errorf("give-up of %s not in the report's host notes: %+v", host, res.Notes)
+		}
 	}
 }
 

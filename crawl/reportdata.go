@@ -57,6 +57,7 @@ func ReportData(db *storage.DB, filter string, curve []report.CurvePoint) (*repo
 		row := report.Mirror{
 			Host: hostOf(m.FromOrigin), Prefix: m.FromPrefix, MirrorOf: hostOf(m.ToOrigin), OriginalPrefix: m.ToPrefix,
 			PathsCompared: c.Compared + c.Verified, PathsMatched: c.Matched + c.VerifyMatched, RequestsSaved: c.Skipped,
+			Verified: c.Verified, VerifyMatched: c.VerifyMatched, GapProbes: c.GapResolved, GapHits: c.GapHits,
 		}
 		if row.PathsCompared > 0 {
 			row.Score = float64(row.PathsMatched) / float64(row.PathsCompared)
@@ -70,6 +71,29 @@ func ReportData(db *storage.DB, filter string, curve []report.CurvePoint) (*repo
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mirror evidence: %w", err)
+	}
+	d.HostNotes = []report.HostNote{}
+	for _, kind := range []string{"giveup", "crawldelay"} {
+		err := db.ForEachEvidence(kind, func(host string, v []byte) error {
+			var n struct {
+				Reason    string `json:"reason"`
+				Requested string `json:"requested"`
+				Applied   string `json:"applied"`
+			}
+			if err := json.Unmarshal(v, &n); err != nil {
+				return err
+			}
+			if kind == "giveup" {
+				d.HostNotes = append(d.HostNotes, report.HostNote{Host: host, Kind: "gave_up", Detail: n.Reason})
+			} else {
+				d.HostNotes = append(d.HostNotes, report.HostNote{Host: host, Kind: "crawl_delay_capped",
+					Detail: fmt.Sprintf("robots.txt Crawl-delay %s capped at %s", n.Requested, n.Applied)})
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s notes: %w", kind, err)
+		}
 	}
 	if b, err := db.GetMeta("requests"); err == nil {
 		d.Stats.Requests, _ = strconv.Atoi(string(b))

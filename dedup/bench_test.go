@@ -95,7 +95,7 @@ var superFixture = sync.OnceValue(func() *Detector {
 			super[i] = rng.Uint64()
 		}
 		for c, idx := range d.combos {
-			d.super.insert(comboKey(c, idx, super)&^0xffffffff|uint64(slot), 0)
+			d.super.insert(comboKey(c, idx, super), slot)
 		}
 	}
 	return d

@@ -69,7 +69,7 @@ type Detector struct {
 	ids      []uint64          // slot -> doc id
 	sketches []uint64          // slot*Samples .. : min-hash samples for verification
 	exact    map[uint64]uint32 // exact fingerprint -> slot
-	super    *hindex           // packed: top 32 bits of a subset key | slot
+	super    *superIndex       // subset keys -> slot
 	sim      SimhashIndex      // nil when Simhash is off
 	cands    []uint32          // scratch, under mu
 	sink     uint64            // keeps the staged bucket loads of superCandidates
@@ -88,7 +88,7 @@ func New(o Options) (*Detector, error) {
 		sg:     newSigner(o),
 		combos: combinations(f.K, f.R),
 		exact:  make(map[uint64]uint32),
-		super:  newHindex(true, 2, 26),
+		super:  newSuperIndex(),
 	}
 	if o.Simhash {
 		if o.SimhashIndex == IndexBPHS {
@@ -234,7 +234,7 @@ func (d *Detector) addLocked(id uint64, sig *Signature, usable bool, keys []uint
 	}
 	d.sketches = append(d.sketches, sig.Sketch...)
 	for _, k := range keys {
-		d.super.insert(k&^0xffffffff|uint64(slot), 0)
+		d.super.insert(k, slot)
 	}
 	if d.sim != nil {
 		d.sim.Add(sig.Simhash, slot)
@@ -267,30 +267,29 @@ func (d *Detector) near(sig *Signature, keys []uint64) (Decision, bool) {
 // keys (on 32 bits), until fn returns false. The lookups are staged (all
 // offsets, then all buckets) so that their cache misses overlap.
 func (d *Detector) superCandidates(keys []uint64, fn func(slot uint32) bool) {
-	h := d.super
+	s := d.super
 	var lo, hi [maxCombinations]uint32
 	for i, k := range keys {
-		hd := h.header(k)
-		lo[i], hi[i] = h.off[hd], h.off[hd+1]
+		hd := k >> (64 - s.t)
+		lo[i], hi[i] = s.off[hd], s.off[hd+1]
 	}
 	var touch uint64
 	for i := range keys {
 		if lo[i] < hi[i] {
-			touch += h.vals[lo[i]]
+			touch += uint64(s.tags[lo[i]])
 		}
 	}
 	d.sink += touch
 	for i, k := range keys {
-		tag := k >> 32
-		for _, v := range h.vals[lo[i]:hi[i]] {
-			if v>>32 == tag && !fn(uint32(v)) {
+		q := superTag(k, s.t)
+		base := s.slots[lo[i]:hi[i]]
+		for j, e := range s.tags[lo[i]:hi[i]] {
+			if tagMatch(e, q) && !fn(base[j]) {
 				return
 			}
 		}
-		for j := h.deltaHead(h.header(k)); j >= 0; j = h.dnext[j] {
-			if v := h.dvals[j]; v>>32 == tag && !fn(uint32(v)) {
-				return
-			}
+		if !s.lookupDelta(k, fn) {
+			return
 		}
 	}
 }

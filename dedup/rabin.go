@@ -161,13 +161,12 @@ func (r *Rabin) step8(f uint64) uint64 {
 		r.by[1][(f>>48)&0xff] ^ r.by[0][f>>56]
 }
 
-// stepN multiplies f by x^(8n) for 1 <= n <= 8.
+// stepN multiplies f by x^(8n) for 1 <= n <= 8: the n low bytes shifted to
+// the top go through step8 (the zero bytes below them look up zeros), so the
+// cost is eight independent lookups and no branch on n.
 func (r *Rabin) stepN(f uint64, n int) uint64 {
-	res := f >> (8 * uint(n))
-	for k := 0; k < n; k++ {
-		res ^= r.by[n-1-k][(f>>(8*uint(k)))&0xff]
-	}
-	return res
+	s := 8 * uint(n&15)
+	return f>>s ^ r.step8(f<<(64-s))
 }
 
 // mulTable multiplies by a fixed constant with eight lookups.

@@ -213,7 +213,9 @@ const (
 // 64-bit one-to-one tail hash only on ties, AltaVista's scheme (book, 3.2):
 // eight prefixes come from one multiplication and are compared at once, lane
 // by lane, so a long page costs about one multiplication per eight samples per
-// feature.
+// feature. Once every lane's minimum prefix is below 128, a cheaper test (does
+// any byte of p fall below the largest minimum plus one?) rejects most
+// features before the exact lane-by-lane comparison.
 func (sg *signer) minhash(xs []uint64, out []uint64) {
 	ns := len(out)
 	for k := 0; k*8 < ns; k++ {
@@ -226,10 +228,19 @@ func (sg *signer) minhash(xs []uint64, out []uint64) {
 		mins := ^uint64(0)
 		var has, tailOK uint8
 		var cand, tail [8]uint64
+		// below is (T+1) in every byte, T the largest valid minimum; 0 while T >= 128.
+		below := uint64(0)
 		for _, x := range xs {
 			p := (x ^ seed) * mul
 			p ^= p >> 32
+			if below != 0 && (p-below)&^p&laneHigh == 0 {
+				continue // every byte of p exceeds every minimum
+			}
 			le := ((^p & mins) | (^(p ^ mins) & ((mins | laneHigh) - (p & laneLow)))) & valid
+			if le == 0 {
+				continue
+			}
+			changed := false
 			for le != 0 {
 				lane := uint(bits.TrailingZeros64(le)) >> 3
 				le &= le - 1
@@ -241,6 +252,7 @@ func (sg *signer) minhash(xs []uint64, out []uint64) {
 					cand[lane] = x
 					has |= bit
 					tailOK &^= bit
+					changed = true
 					continue
 				}
 				ts := sg.tailSeed[8*k+int(lane)]
@@ -252,9 +264,25 @@ func (sg *signer) minhash(xs []uint64, out []uint64) {
 					cand[lane], tail[lane] = x, t
 				}
 			}
+			if changed {
+				below = laneThreshold(mins, lanes)
+			}
 		}
 		copy(out[8*k:8*k+lanes], cand[:lanes])
 	}
+}
+
+// laneThreshold returns T+1 in every byte, T the largest of the first lanes
+// bytes of mins, or 0 when T >= 128 (the byte-less-than test needs T+1 <= 128).
+func laneThreshold(mins uint64, lanes int) uint64 {
+	t := uint64(0)
+	for i := range lanes {
+		t = max(t, (mins>>(8*i))&0xff)
+	}
+	if t >= 128 {
+		return 0
+	}
+	return (t + 1) * 0x0101010101010101
 }
 
 // supershingles fingerprints (PolySuper) each group of s consecutive samples,

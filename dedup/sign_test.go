@@ -318,3 +318,42 @@ func TestSignAllocations(t *testing.T) {
 		t.Errorf("Sign allocates %.0f times per page, want <= 3", n)
 	}
 }
+
+// TestMinhashMatchesReference pins the fast min-hash (SWAR prefixes, the
+// byte-threshold filter, lazy tail hashes) to its definition: sample i is the
+// feature with the smallest (8-bit prefix, 64-bit tail hash) pair of order i.
+func TestMinhashMatchesReference(t *testing.T) {
+	sg := newSigner(DefaultOptions())
+	rng := rand.New(rand.NewPCG(3, 3))
+	ref := func(xs []uint64, i int) uint64 {
+		k, lane := i/8, uint(i%8)
+		best, bp, bt := uint64(0), uint64(256), uint64(0)
+		for _, x := range xs {
+			p := (x ^ sg.prefSeed[k]) * sg.prefMul[k]
+			p = ((p ^ p>>32) >> (8 * lane)) & 0xff
+			tl := mix64(x ^ sg.tailSeed[i])
+			if p < bp || (p == bp && tl < bt) {
+				best, bp, bt = x, p, tl
+			}
+		}
+		return best
+	}
+	for _, n := range []int{1, 5, 20, 84, 300, 2000} {
+		for rep := range 6 {
+			xs := make([]uint64, n)
+			for i := range xs {
+				xs[i] = rng.Uint64()
+				if rep%2 == 1 { // low-entropy features: many prefix ties
+					xs[i] &= 0xffff00000000ffff
+				}
+			}
+			got := make([]uint64, 84)
+			sg.minhash(xs, got)
+			for i := range got {
+				if want := ref(xs, i); got[i] != want {
+					t.Fatalf("n=%d rep=%d: sample %d = %#x, want %#x", n, rep, i, got[i], want)
+				}
+			}
+		}
+	}
+}

@@ -47,7 +47,7 @@ type psmBuf struct {
 // query; sigma is the spread of normalized weight changes that turns a margin
 // into a flip probability.
 func NewPSM(budget int, sigma float64) *PSM {
-	p := &PSM{idx: newHindex(false, 0, 28), budget: max(budget, 1), logits: flipLogits(sigma)}
+	p := &PSM{idx: newHindex(0, 28), budget: max(budget, 1), logits: flipLogits(sigma)}
 	p.pool.New = func() any { return new(psmBuf) }
 	return p
 }
@@ -189,7 +189,7 @@ func NewBPHS(G, g int) *BPHS {
 		}
 		b.perms = append(b.perms, perm)
 		b.hdrLen = append(b.hdrLen, hl)
-		b.tables = append(b.tables, newHindex(false, 0, min(hl, 28)))
+		b.tables = append(b.tables, newHindex(0, min(hl, 28)))
 	}
 	return b
 }

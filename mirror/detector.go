@@ -66,6 +66,8 @@ type Candidate struct {
 	Sampled        int    `json:"sampled"`    // copies fetched (not skipped) to verify the candidate
 	GapProbes      int    `json:"gap_probes"` // mirror pages fetched because the original lacked them
 	GapResolved    int    `json:"gap_resolved"`
+	LinkerResolved int    `json:"linker_resolved"`
+	LinkerHits     int    `json:"linker_hits"`
 	GapHits        int    `json:"gap_hits"` // ... that held new content
 	SampledX       int    `json:"-"`        // copies fetched (not skipped) to verify the candidate
 	CopiesA        int    `json:"copies_a"` // duplicate pairs whose copy (fetched second) was on side A
@@ -368,11 +370,16 @@ type Gap struct {
 	URL   string
 	Via   string
 	Depth int
+	// Linker marks the copy of a page that linked to what the original
+	// lacks (rather than the copy of the missing page itself). Such probes
+	// go after the direct ones: they find new content less often.
+	Linker bool
 }
 
 type gapState struct {
-	backlog     []Gap
-	outstanding int
+	direct, linkers []Gap
+	outstanding     int
+	linkersOut      int // linker probes outstanding (at most Sample/2)
 }
 
 // maxGapBacklog bounds the backlog kept per candidate.
@@ -387,14 +394,19 @@ func (d *Detector) AddGap(key string, g Gap) {
 		return
 	}
 	st := d.gapsOf(key)
-	if len(st.backlog) < maxGapBacklog {
-		st.backlog = append(st.backlog, g)
+	if len(st.direct)+len(st.linkers) >= maxGapBacklog {
+		return
+	}
+	if g.Linker {
+		st.linkers = append(st.linkers, g)
+	} else {
+		st.direct = append(st.direct, g)
 	}
 }
 
 // NextGaps returns the gap probes to issue now: at most Sample outstanding,
-// and none once Sample probes have resolved with fewer than one in five
-// finding new content (a mirror with the same broken links as its original
+// direct ones first, and none once 2 x Sample probes have resolved with fewer
+// than one in five finding new content (a mirror with the same broken links as its original
 // then stops costing requests; one that holds what the original lacks keeps
 // being probed).
 func (d *Detector) NextGaps(key string) []Gap {
@@ -406,21 +418,33 @@ func (d *Detector) NextGaps(key string) []Gap {
 		return nil
 	}
 	if d.gapsExhausted(c) {
-		st.backlog = nil
+		st.direct, st.linkers = nil, nil
 		return nil
 	}
+	if c.LinkerResolved >= d.o.Sample && c.LinkerHits*5 < c.LinkerResolved {
+		st.linkers = nil // the linking pages' copies keep being the same
+	}
 	var out []Gap
-	for st.outstanding < d.o.Sample && len(st.backlog) > 0 {
-		out = append(out, st.backlog[0])
-		st.backlog = st.backlog[1:]
+	for st.outstanding < d.o.Sample {
+		var g Gap
+		switch {
+		case len(st.direct) > 0:
+			g, st.direct = st.direct[0], st.direct[1:]
+		case len(st.linkers) > 0 && st.linkersOut < d.o.Sample/2:
+			g, st.linkers = st.linkers[0], st.linkers[1:]
+			st.linkersOut++
+		default:
+			return out
+		}
+		out = append(out, g)
 		st.outstanding++
 		c.GapProbes++
 	}
 	return out
 }
 
-// GapResult records whether a gap probe found new content.
-func (d *Detector) GapResult(key string, hit bool) {
+// GapResult records whether a gap probe (linker or direct) found new content.
+func (d *Detector) GapResult(key string, linker, hit bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	c := d.cands[key]
@@ -431,21 +455,36 @@ func (d *Detector) GapResult(key string, hit bool) {
 	if hit {
 		c.GapHits++
 	}
-	if st := d.gaps[key]; st != nil && st.outstanding > 0 {
-		st.outstanding--
+	if linker {
+		c.LinkerResolved++
+		if hit {
+			c.LinkerHits++
+		}
 	}
+	d.release(key, linker)
 }
 
 // GapUnissued tells the detector that a probe NextGaps returned was not sent
 // (its URL was known already), so it does not count as outstanding.
-func (d *Detector) GapUnissued(key string) {
+func (d *Detector) GapUnissued(key string, linker bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if c := d.cands[key]; c != nil {
 		c.GapProbes--
 	}
-	if st := d.gaps[key]; st != nil && st.outstanding > 0 {
+	d.release(key, linker)
+}
+
+func (d *Detector) release(key string, linker bool) {
+	st := d.gaps[key]
+	if st == nil {
+		return
+	}
+	if st.outstanding > 0 {
 		st.outstanding--
+	}
+	if linker && st.linkersOut > 0 {
+		st.linkersOut--
 	}
 }
 
@@ -462,7 +501,7 @@ func (d *Detector) gapsOf(key string) *gapState {
 }
 
 func (d *Detector) gapsExhausted(c *Candidate) bool {
-	return c.GapResolved >= d.o.Sample && c.GapHits*5 < c.GapResolved
+	return c.GapResolved >= 2*d.o.Sample && c.GapHits*5 < c.GapResolved
 }
 
 // Key returns the candidate key of a mapping (either direction).

@@ -70,8 +70,10 @@ func TestDecisionAndSkip(t *testing.T) {
 	if _, _, ok := d.CopyOf("http://b/pgsql/15.18/x.html"); ok {
 		t.Fatal("CopyOf maps the original side only")
 	}
-	// Gap probes: at most Sample outstanding; after Sample resolved with
-	// fewer than one in five hits, the backlog is dropped.
+	// Gap probes: at most Sample outstanding, direct ones first; after
+	// 2 x Sample resolved with fewer than one in five hits, the backlog is
+	// dropped.
+	d.AddGap(key, Gap{URL: "http://b/pgsql/15.18/linker.html", Linker: true})
 	for i := 0; i < 30; i++ {
 		d.AddGap(key, Gap{URL: fmt.Sprintf("http://b/pgsql/15.18/g%d.html", i)})
 	}
@@ -79,11 +81,21 @@ func TestDecisionAndSkip(t *testing.T) {
 	if len(first) != 10 || len(d.NextGaps(key)) != 0 {
 		t.Fatalf("issued %d probes at once, want 10 and no more until results come", len(first))
 	}
-	for range first {
-		d.GapResult(key, false)
+	for _, g := range first {
+		if g.Linker {
+			t.Fatal("a linker probe went before direct ones")
+		}
+		d.GapResult(key, g.Linker, false)
+	}
+	second := d.NextGaps(key)
+	if len(second) != 10 {
+		t.Fatalf("second round issued %d, want 10 (fewer than 2 x Sample resolved)", len(second))
+	}
+	for _, g := range second {
+		d.GapResult(key, g.Linker, false)
 	}
 	if more := d.NextGaps(key); len(more) != 0 {
-		t.Fatalf("%d more probes after 10 fruitless ones", len(more))
+		t.Fatalf("%d more probes after 20 fruitless ones", len(more))
 	}
 	d2 := NewDetector(DefaultOptions())
 	k2 := d2.Propose("http://m/a/x.html", "http://o/b/x.html")
@@ -95,8 +107,8 @@ func TestDecisionAndSkip(t *testing.T) {
 	for round := 0; round < 5; round++ {
 		g := d2.NextGaps(k2)
 		issued += len(g)
-		for range g {
-			d2.GapResult(k2, true)
+		for _, x := range g {
+			d2.GapResult(k2, x.Linker, true)
 		}
 	}
 	if issued != 30 {

@@ -134,6 +134,7 @@ func ExampleWriteJSON() {
 	//   ],
 	//   "mirrors": [],
 	//   "replicated_prefixes": [],
+	//   "host_notes": [],
 	//   "filter": "altavista 6x14 r=2",
 	//   "filter_curve": [
 	//     {

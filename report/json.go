@@ -33,6 +33,13 @@ func normalized(d *Data) *Data {
 	slices.SortStableFunc(n.Pages, func(a, b Page) int { return strings.Compare(a.URL, b.URL) })
 	n.Mirrors = sortedMirrors(d.Mirrors)
 	n.ReplicatedPrefixes = sortedMirrors(d.ReplicatedPrefixes)
+	n.HostNotes = slices.Clone(d.HostNotes)
+	if n.HostNotes == nil {
+		n.HostNotes = []HostNote{}
+	}
+	slices.SortStableFunc(n.HostNotes, func(a, b HostNote) int {
+		return cmp.Or(strings.Compare(a.Host, b.Host), strings.Compare(a.Kind, b.Kind))
+	})
 	n.Curve = slices.Clone(d.Curve)
 	if n.Curve == nil {
 		n.Curve = []CurvePoint{}

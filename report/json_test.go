@@ -80,13 +80,13 @@ func TestWriteJSONKeys(t *testing.T) {
 		obj  any
 		want []string
 	}{
-		{"top level", m, []string{"filter", "filter_curve", "mirrors", "pages", "replicated_prefixes", "stats"}},
+		{"top level", m, []string{"filter", "filter_curve", "host_notes", "mirrors", "pages", "replicated_prefixes", "stats"}},
 		{"stats", m["stats"], []string{"by_class", "complete", "finished", "hosts", "pages", "requests", "started"}},
 		{"by_class", m["stats"].(map[string]any)["by_class"], Classes()},
 		{"mirror", m["mirrors"].([]any)[0], []string{"host", "mirror_of", "original_prefix", "paths_compared",
-			"paths_matched", "prefix", "requests_saved", "score"}},
+			"paths_matched", "prefix", "requests_saved", "score", "verified", "verify_matched", "gap_probes", "gap_hits"}},
 		{"replicated prefix", m["replicated_prefixes"].([]any)[0], []string{"host", "mirror_of", "original_prefix",
-			"paths_compared", "paths_matched", "prefix", "requests_saved", "score"}},
+			"paths_compared", "paths_matched", "prefix", "requests_saved", "score", "verified", "verify_matched", "gap_probes", "gap_hits"}},
 		{"curve point", m["filter_curve"].([]any)[0], []string{"jaccard", "probability"}},
 	}
 	for _, tt := range tests {

@@ -72,6 +72,31 @@ type Mirror struct {
 	PathsMatched   int     `json:"paths_matched"`
 	Score          float64 `json:"score"`
 	RequestsSaved  int     `json:"requests_saved"`
+	// The verification stream: URLs fetched after the decision although
+	// they could have been skipped, and how many still matched. The share
+	// that did not estimates how much updated content skipping lets through.
+	Verified      int `json:"verified"`
+	VerifyMatched int `json:"verify_matched"`
+	// Gap probes: mirror pages fetched because the original lacked them
+	// (or linked to what it lacked), and how many held new content.
+	GapProbes int `json:"gap_probes"`
+	GapHits   int `json:"gap_hits"`
+}
+
+// DifferRate estimates the share of skipped URLs whose content differs from
+// their counterpart, from the verification stream (-1 when it has no sample).
+func (m Mirror) DifferRate() float64 {
+	if m.Verified == 0 {
+		return -1
+	}
+	return 1 - float64(m.VerifyMatched)/float64(m.Verified)
+}
+
+// HostNote records a politeness event on a host worth reporting.
+type HostNote struct {
+	Host   string `json:"host"`
+	Kind   string `json:"kind"`   // "crawl_delay_capped" or "gave_up"
+	Detail string `json:"detail"` // e.g. "Crawl-delay 3600s capped at 30s", or the reason
 }
 
 // Stats are the crawl-wide counters.
@@ -98,6 +123,7 @@ type Data struct {
 	Pages              []Page       `json:"pages"`
 	Mirrors            []Mirror     `json:"mirrors"`             // never null in JSON: [] when empty
 	ReplicatedPrefixes []Mirror     `json:"replicated_prefixes"` // same-host prefix pairs; never null
+	HostNotes          []HostNote   `json:"host_notes"`          // capped Crawl-delays, hosts given up; never null
 	Filter             string       `json:"filter"`              // e.g. "altavista 6x14 r=2"
 	Curve              []CurvePoint `json:"filter_curve"`
 }

@@ -40,6 +40,7 @@ func WriteText(w io.Writer, d *Data) error {
 	t.clusters(Clusters(n))
 	t.mirrors("MIRRORS", n.Mirrors)
 	t.mirrors("REPLICATED PREFIXES", n.ReplicatedPrefixes)
+	t.hostNotes(n.HostNotes)
 
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("report: write text: %w", err)
@@ -174,6 +175,23 @@ func (t *textWriter) mirrors(title string, ms []Mirror) {
 		t.line("  %s -> %s", pad(m.Host+m.Prefix, side), truncateMiddle(m.MirrorOf+m.OriginalPrefix, side))
 		t.line("      score %.3f   paths matched %d of %d   requests saved %d",
 			m.Score, m.PathsMatched, m.PathsCompared, m.RequestsSaved)
+		if r := m.DifferRate(); r >= 0 {
+			t.line("      verification: %d of %d fetched copies matched (est. %.1f%% of skipped pages differ)",
+				m.VerifyMatched, m.Verified, 100*r)
+		}
+		if m.GapProbes > 0 {
+			t.line("      gap probes: %d pages the original lacked, %d held new content", m.GapProbes, m.GapHits)
+		}
+	}
+}
+
+func (t *textWriter) hostNotes(notes []HostNote) {
+	if len(notes) == 0 {
+		return
+	}
+	t.heading(fmt.Sprintf("HOST NOTES (%d)", len(notes)))
+	for _, n := range notes {
+		t.line("  %s  %s: %s", pad(n.Host, 24), n.Kind, truncateMiddle(n.Detail, TextWidth-2-24-2-len(n.Kind)-2))
 	}
 }
 

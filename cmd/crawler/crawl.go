@@ -316,6 +316,7 @@ func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []s
 		ObeyRobots:         cfg.Politeness.ObeyRobots,
 		RobotsAgent:        cfg.Fetch.RobotsAgent,
 		RobotsRetry:        cfg.Politeness.RobotsRetry.D(),
+		MaxDelay:           cfg.Politeness.MaxDelay.D(),
 		KeepRaw:            cfg.Storage.KeepRaw,
 		Parse:              parse.Options{URLTokens: cfg.Dedup.URLTokens, BotName: cfg.Fetch.RobotsAgent, MaxTokens: 1 << 20},
 		ProgressEvery:      ui.logEvery(),
