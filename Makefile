@@ -17,6 +17,7 @@ test:
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 30m $(PKGS)
 	$(MAKE) bench-smoke
+	bash scripts/fuzz-smoke.sh
 
 bench-smoke:
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x $(PKGS)
@@ -46,9 +47,9 @@ bench: build
 demo: build
 	./$(BIN)/crawler demo --web testdata/demo
 
+# Every fuzz target for FUZZTIME each (default 60s); make test runs them 3s each.
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzCanonicalize -fuzztime 60s ./frontier/
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./parse/
+	bash scripts/fuzz.sh
 
 clean:
 	rm -rf $(BIN) crawl-data

@@ -574,6 +574,7 @@ func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res 
 		return
 	}
 	p.ID, p.URL, p.Host, p.Depth, p.Via = it.ID, it.URL, it.Host, it.Depth, it.Via
+	p.Verify = it.Verify
 	if p.FetchedAt.IsZero() {
 		p.FetchedAt = time.Now().UTC()
 	}
@@ -787,18 +788,35 @@ func (e *Engine) links(tx *storage.Tx, p *storage.Page, links []string) ([]front
 			}
 			if mapped {
 				if cp, ok := mapping.Apply(cu); ok && cp != cu {
-					cpID, seen, err := counterpartUsable(tx, cp)
+					cpID, usable, err := counterpartUsable(tx, cp)
 					if err != nil {
 						return nil, err
 					}
 					// While the mapping is an undecided mirror candidate, a
 					// few copies are fetched to verify it.
-					sample := seen && e.o.Mirror != nil && e.o.Mirror.WantSample(mirror.Key(mapping))
-					if seen && !sample {
+					sample := usable && e.o.Mirror != nil && e.o.Mirror.WantSample(mirror.Key(mapping))
+					if usable && !sample {
 						if err := e.skip(tx, cu, cp, cpID, p, p.Similarity); err != nil {
 							return nil, err
 						}
 						continue
+					}
+					// Across hosts, a counterpart nobody has linked to yet is
+					// queued on the original and the copy waits on it (it is
+					// fetched if the counterpart fails): the copy host does
+					// not race ahead of a busy original.
+					if !usable && !sample && e.o.Mirror != nil && !mapping.SameHost() {
+						item, queued, err := e.follow(tx, cp, p.Depth+1, p.URL)
+						if err != nil {
+							return nil, err
+						}
+						if queued {
+							out = append(out, item)
+							if err := e.skip(tx, cu, cp, item.ID, p, p.Similarity); err != nil {
+								return nil, err
+							}
+							continue
+						}
 					}
 				}
 			}

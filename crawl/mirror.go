@@ -184,7 +184,7 @@ func (e *Engine) mirrorEvidence(tx *storage.Tx, p *storage.Page) (withdrawn, dec
 		// do not count: two independent builds of one site are
 		// near-duplicates everywhere without being a mirror.
 		match := rec.Shape == p.Shape
-		switch det.Compare(cp.Key, match) {
+		switch det.Compare(cp.Key, match, p.Verify || rec.Verify) {
 		case mirror.DecidedNow:
 			c, _ := det.Candidate(cp.Key)
 			m := c.MirrorMapping()
@@ -198,7 +198,7 @@ func (e *Engine) mirrorEvidence(tx *storage.Tx, p *storage.Page) (withdrawn, dec
 				decided = append(decided, cp.Key)
 			}
 		case mirror.WithdrawnNow:
-			e.logger.Warn("mirror decision withdrawn: verification stopped matching", "candidate", cp.Key)
+			e.logger.Warn("mirror candidate withdrawn: its pages stopped matching; skipped URLs are queued again", "candidate", cp.Key)
 			withdrawn = append(withdrawn, cp.Key)
 		}
 		if err := e.saveCandidate(tx, cp.Key); err != nil {
@@ -366,10 +366,13 @@ func (e *Engine) requeueSkipped(key string) {
 	m := c.MirrorMapping()
 	var deps []storage.Dependent
 	collect := func(p *storage.Page) error {
-		if p.Class == storage.ClassMirrorSkipped && p.Method == "mirror" {
-			if _, under := m.Apply(p.URL); under {
-				deps = append(deps, storage.Dependent{ID: p.ID, URL: p.URL, Depth: p.Depth, Via: p.Via, Seen: p.ID != 0})
-			}
+		if p.Class != storage.ClassMirrorSkipped {
+			return nil
+		}
+		// Only the URLs skipped in favour of this mapping's counterparts:
+		// another candidate over the same prefix may be sound.
+		if cp, under := m.Apply(p.URL); under && cp == p.DuplicateOf {
+			deps = append(deps, storage.Dependent{ID: p.ID, URL: p.URL, Depth: p.Depth, Via: p.Via, Seen: p.ID != 0})
 		}
 		return nil
 	}

@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -59,7 +60,10 @@ func FuzzRobots(f *testing.F) {
 				t.Fatalf("status %d: %q disallowed; 4xx allows everything", status, path)
 			}
 		case status >= 200 && status < 300:
-			if !allowed && !strings.Contains(strings.ToLower(string(body)), "disallow") {
+			// The parser accepts Google's misspellings of Disallow too.
+			lb := strings.ToLower(string(body))
+			if !allowed && !slices.ContainsFunc([]string{"disallow", "dissallow", "dissalow", "disalow", "diasllow", "disallaw"},
+				func(k string) bool { return strings.Contains(lb, k) }) {
 				t.Fatalf("%q disallowed by a file without any Disallow line", path)
 			}
 		}

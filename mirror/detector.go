@@ -247,8 +247,15 @@ const (
 
 // Compare records one comparison of a path present on both sides of
 // candidate key: match means the two pages are the same content (identical
-// up to numbers such as dates and version strings).
-func (d *Detector) Compare(key string, match bool) Event {
+// up to numbers such as dates and version strings). verification says one of
+// the two pages was fetched for the verification stream; after a decision
+// only such comparisons count (pages fetched before the decision whose
+// counterparts arrive later are no sample of what the decision skips).
+//
+// An undecided candidate is rejected (Withdrawn, WithdrawnNow returned) once
+// 2 x Sample comparisons leave it below the bar: the URLs skipped while it
+// was presumed must then be queued again.
+func (d *Detector) Compare(key string, match, verification bool) Event {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	c := d.cands[key]
@@ -256,12 +263,13 @@ func (d *Detector) Compare(key string, match bool) Event {
 		return NoChange
 	}
 	if c.Decided {
+		if !verification {
+			return NoChange
+		}
 		c.Verified++
 		if match {
 			c.VerifyMatched++
 		}
-		// Withdraw once the verification stream has a fair sample and
-		// falls below the bar.
 		// Withdraw by the same standard as the decision, over all the
 		// evidence, once the stream has a sample of its own.
 		all := float64(c.Matched+c.VerifyMatched) / float64(c.Compared+c.Verified)
@@ -283,6 +291,10 @@ func (d *Detector) Compare(key string, match bool) Event {
 		// often fetched before their counterparts on a busy original.
 		c.Mirror = SideA
 		return DecidedNow
+	}
+	if c.Compared >= 2*d.o.Sample {
+		c.Withdrawn = true
+		return WithdrawnNow
 	}
 	return NoChange
 }

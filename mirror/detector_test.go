@@ -27,7 +27,7 @@ func TestShape(t *testing.T) {
 func feed(d *Detector, key string, n, matched int) Event {
 	var last Event
 	for i := 0; i < n; i++ {
-		if ev := d.Compare(key, i < matched); ev != NoChange {
+		if ev := d.Compare(key, i < matched, true); ev != NoChange {
 			last = ev
 		}
 	}
@@ -54,7 +54,7 @@ func TestDecisionAndSkip(t *testing.T) {
 	if ev := feed(d, key, 9, 9); ev != NoChange {
 		t.Fatalf("decided after 9 comparisons: %v", ev)
 	}
-	if ev := d.Compare(key, true); ev != DecidedNow {
+	if ev := d.Compare(key, true, false); ev != DecidedNow {
 		t.Fatalf("10/10 matches: %v, want DecidedNow", ev)
 	}
 	k, cp, ok := d.SkipTarget("http://b/pgsql/15.18/a/b.html")
@@ -127,6 +127,14 @@ func TestDecisionAndSkip(t *testing.T) {
 	if skips != 6 {
 		t.Errorf("skipped %d of 8 with VerifyEvery 4, want 6", skips)
 	}
+	// Comparisons after the decision that are not verification picks
+	// count for nothing.
+	if ev := d.Compare(key, false, false); ev != NoChange {
+		t.Fatalf("non-verification comparison after the decision: %v", ev)
+	}
+	if c, _ := d.Candidate(key); c.Verified != 0 {
+		t.Fatalf("Verified = %d, want 0", c.Verified)
+	}
 	// One mismatch in the stream does not withdraw a sound decision...
 	if ev := feed(d, key, 10, 9); ev != NoChange {
 		t.Fatalf("9/10 verification matches: %v, want NoChange", ev)
@@ -158,10 +166,17 @@ func TestMirrorSideIsTheFirstCopy(t *testing.T) {
 func TestNoDecisionBelowScore(t *testing.T) {
 	d := NewDetector(DefaultOptions())
 	key := d.Propose("http://h4/doc/git/git.html", "http://h5/v2.39/git.html")
-	for i := 0; i < 40; i++ {
-		if ev := d.Compare(key, i%4 != 0); ev != NoChange {
-			t.Fatalf("75%% matching decided at comparison %d: %v", i+1, ev)
+	for i := 0; i < 19; i++ {
+		if ev := d.Compare(key, i%2 == 0, false); ev != NoChange {
+			t.Fatalf("50%% matching decided at comparison %d: %v", i+1, ev)
 		}
+	}
+	// 2 x Sample comparisons below the bar reject the candidate.
+	if ev := d.Compare(key, false, false); ev != WithdrawnNow {
+		t.Fatalf("rejection after 20 comparisons: %v", ev)
+	}
+	if _, ok := d.CopyMapping("http://h4/doc/git/x.html"); ok {
+		t.Fatal("a rejected candidate still restrains its copy side")
 	}
 	c, _ := d.Candidate(key)
 	if c.Decided || d.Qualified(c) {

@@ -86,7 +86,13 @@ func Open(dir string, o Options) (*DB, error) {
 		WithLogger(badgerLogger{logger.With("system", "badger")}).
 		WithSyncWrites(o.SyncWrites).
 		WithReadOnly(o.ReadOnly).
-		WithMemTableSize(16 << 20).
+		// Small tables: Badger builds them on the Go heap, so their size
+		// bounds the crawler's RSS as the frontier grows (measured: 1M URLs
+		// known in under 400 MB with these and the soft memory limit).
+		WithMemTableSize(8 << 20).
+		WithBaseTableSize(1 << 20).
+		WithNumLevelZeroTables(3).
+		WithNumLevelZeroTablesStall(8).
 		WithNumMemtables(3).
 		WithBlockCacheSize(32 << 20).
 		WithValueThreshold(4 << 10).
@@ -649,7 +655,8 @@ type Page struct {
 	SHA256      string    `json:"sha256,omitempty"`
 	SHA1        string    `json:"sha1,omitempty"` // base32, as WARC-Payload-Digest
 	Simhash     uint64    `json:"simhash,omitempty"`
-	Shape       uint64    `json:"shape,omitempty"` // mirror.Shape: token stream with numbers masked
+	Shape       uint64    `json:"shape,omitempty"`  // mirror.Shape: token stream with numbers masked
+	Verify      bool      `json:"verify,omitempty"` // fetched for a mirror decision's verification stream
 	HasRaw      bool      `json:"has_raw,omitempty"`
 }
 

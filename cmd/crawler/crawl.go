@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -115,6 +116,11 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	ui := newCrawlUI(stderr, cf.quiet, cf.serve)
 	logger := newLogger(ui, cf.quiet)
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// Badger builds its tables on the Go heap; without a soft limit the
+		// heap runs at twice the live data. GOMEMLIMIT overrides.
+		debug.SetMemoryLimit(256 << 20)
+	}
 	if cf.cpuProfile != "" {
 		f, err := os.Create(cf.cpuProfile)
 		if err != nil {

@@ -214,10 +214,20 @@ func TestCorpusMirrorPairs(t *testing.T) {
 				wasted++
 			}
 		}
-		t.Logf("%s is the copy: seed %s dup_of=%s sim=%.3f method=%s; %d requests to it, %d for paths the original served",
-			second.ip, sp.Class, sp.DuplicateOf, sp.Similarity, sp.Method, total, wasted)
-		if wasted > 25 {
-			t.Errorf("%s: %d requests for pages its original already served; a mirror should cost only a handful", second.ip, wasted)
+		// Beyond a handful, only the verification stream (1 in 20 of the URLs
+		// a mirror decision skips, fetched on purpose) may repeat pages.
+		// Deliberate probes are allowed beyond the handful: the
+		// verification stream, and gap probes that found nothing new.
+		verified := 0
+		for _, m := range c.report.Mirrors {
+			if ipOf(m.Host) == second.ip && m.Prefix == second.prefix {
+				verified = m.Verified + m.GapProbes - m.GapHits
+			}
+		}
+		t.Logf("%s is the copy: seed %s dup_of=%s sim=%.3f method=%s; %d requests to it, %d for paths the original served (%d verification)",
+			second.ip, sp.Class, sp.DuplicateOf, sp.Similarity, sp.Method, total, wasted, verified)
+		if wasted > 25+verified {
+			t.Errorf("%s: %d requests for pages its original already served (%d verification); a mirror should cost only a handful", second.ip, wasted, verified)
 		}
 	}
 	for _, m := range c.report.Mirrors {
