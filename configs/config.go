@@ -126,8 +126,9 @@ type Mirror struct {
 
 // Storage holds Badger settings.
 type Storage struct {
-	SyncWrites bool `yaml:"sync_writes"`
-	KeepRaw    bool `yaml:"keep_raw"`
+	SyncWrites   bool  `yaml:"sync_writes"`
+	KeepRaw      bool  `yaml:"keep_raw"`
+	MinFreeBytes int64 `yaml:"min_free_bytes"`
 }
 
 // Default returns the configuration of default.yaml.
@@ -290,6 +291,9 @@ func (c Config) Validate() error {
 	}
 	if d.Threshold < 0.75 || d.Threshold > 1 {
 		bad("dedup.threshold must be between 0.75 and 1 (the seeds never call pages below about 0.75 near-duplicates), got %g", d.Threshold)
+	}
+	if c.Storage.MinFreeBytes < 0 {
+		bad("storage.min_free_bytes must be >= 0, got %d", c.Storage.MinFreeBytes)
 	}
 	m := c.Mirror
 	if m.Sample < 1 || m.Sample > 10000 {

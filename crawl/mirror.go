@@ -198,7 +198,7 @@ func (e *Engine) mirrorEvidence(tx *storage.Tx, p *storage.Page) (withdrawn, dec
 				decided = append(decided, cp.Key)
 			}
 		case mirror.WithdrawnNow:
-			e.logger.Warn("mirror candidate withdrawn: its pages stopped matching; skipped URLs are queued again", "candidate", cp.Key)
+			e.logger.Info("mirror candidate withdrawn: its pages stopped matching; skipped URLs are queued again", "candidate", cp.Key)
 			withdrawn = append(withdrawn, cp.Key)
 		}
 		if err := e.saveCandidate(tx, cp.Key); err != nil {

@@ -36,6 +36,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -56,21 +57,38 @@ var (
 	ErrNotDataDir = errors.New("directory is not a Horseshoe data dir")
 	// ErrNotFound is returned for a missing record.
 	ErrNotFound = errors.New("not found")
+	// ErrDiskFull means the data dir's file system has less free space
+	// than Options.MinFreeBytes. Badger writes through memory-mapped files,
+	// where running out of space is a fatal signal rather than an error, so
+	// the store refuses to write before that can happen.
+	ErrDiskFull = errors.New("no space left on device")
 )
+
+// DefaultMinFreeBytes is the free space below which the store stops writing.
+const DefaultMinFreeBytes = 64 << 20
 
 // Options configures the store.
 type Options struct {
-	SyncWrites bool // fsync each commit
-	ReadOnly   bool // open for export/report while no crawl runs
-	Logger     *slog.Logger
+	SyncWrites   bool  // fsync each commit
+	ReadOnly     bool  // open for export/report while no crawl runs
+	MinFreeBytes int64 // refuse to write below this much free space (0 = DefaultMinFreeBytes, <0 = no check)
+	Logger       *slog.Logger
 }
 
 // DB is an open crawl store. Its methods are safe for concurrent use.
 type DB struct {
 	db     *badger.DB
+	dir    string
 	logger *slog.Logger
 	nextID atomic.Uint64
 	idMu   sync.Mutex
+
+	minFree    int64
+	spaceMu    sync.Mutex
+	spaceAt    time.Time
+	spaceErr   error
+	spaceEvery time.Duration
+	statfsFunc func(dir string) (free int64, err error)
 }
 
 // Open opens (creating if needed) the crawl store in dir.
@@ -81,6 +99,16 @@ func Open(dir string, o Options) (*DB, error) {
 	}
 	if err := checkDir(dir, o.ReadOnly); err != nil {
 		return nil, err
+	}
+	minFree := o.MinFreeBytes
+	if minFree == 0 {
+		minFree = DefaultMinFreeBytes
+	}
+	space := &DB{dir: dir, minFree: minFree, spaceEvery: 500 * time.Millisecond, statfsFunc: freeBytes}
+	if !o.ReadOnly {
+		if err := space.checkSpace(); err != nil {
+			return nil, err
+		}
 	}
 	bo := badger.DefaultOptions(dir).
 		WithLogger(badgerLogger{logger.With("system", "badger")}).
@@ -93,6 +121,7 @@ func Open(dir string, o Options) (*DB, error) {
 		WithBaseTableSize(1 << 20).
 		WithNumLevelZeroTables(3).
 		WithNumLevelZeroTablesStall(8).
+		WithValueLogFileSize(64 << 20).
 		WithNumMemtables(3).
 		WithBlockCacheSize(32 << 20).
 		WithValueThreshold(4 << 10).
@@ -110,7 +139,8 @@ func Open(dir string, o Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("cannot open data dir %s: %w", dir, err)
 	}
-	d := &DB{db: db, logger: logger}
+	d := space
+	d.db, d.logger = db, logger
 	if err := d.checkVersion(o.ReadOnly); err != nil {
 		db.Close()
 		return nil, err
@@ -184,6 +214,41 @@ func (d *DB) checkVersion(readOnly bool) error {
 	return nil
 }
 
+// checkSpace returns ErrDiskFull (wrapped, naming the dir and the figures)
+// when the data dir has less than minFree bytes free. The answer is cached
+// briefly: statfs is cheap, but not free per page.
+func (d *DB) checkSpace() error {
+	if d.minFree < 0 {
+		return nil
+	}
+	d.spaceMu.Lock()
+	defer d.spaceMu.Unlock()
+	if !d.spaceAt.IsZero() && time.Since(d.spaceAt) < d.spaceEvery && d.spaceErr == nil {
+		return nil
+	}
+	d.spaceAt = time.Now()
+	free, err := d.statfsFunc(d.dir)
+	if err != nil {
+		d.spaceErr = nil // cannot tell: do not block the crawl on it
+		return nil
+	}
+	if free < d.minFree {
+		d.spaceErr = fmt.Errorf("%w: data dir %s has %d MiB free, the crawl stops below %d MiB (storage.min_free_bytes)",
+			ErrDiskFull, d.dir, free>>20, d.minFree>>20)
+		return d.spaceErr
+	}
+	d.spaceErr = nil
+	return nil
+}
+
+func freeBytes(dir string) (int64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return int64(st.Bavail) * int64(st.Bsize), nil
+}
+
 // Close flushes and closes the store.
 func (d *DB) Close() error { return d.db.Close() }
 
@@ -195,6 +260,9 @@ func (d *DB) GetMeta(name string) ([]byte, error) { return d.get(metaKey(name)) 
 
 // PutMeta stores a metadata value.
 func (d *DB) PutMeta(name string, v []byte) error {
+	if err := d.checkSpace(); err != nil {
+		return err
+	}
 	return d.db.Update(func(txn *badger.Txn) error { return txn.Set(metaKey(name), v) })
 }
 
@@ -237,6 +305,9 @@ func depKey(counterpart string, id uint64) []byte {
 // crawl engine funnels all per-page writes through one committer, so
 // conflicts are rare; the retry keeps concurrent writers correct anyway.
 func (d *DB) Update(fn func(tx *Tx) error) error {
+	if err := d.checkSpace(); err != nil {
+		return err
+	}
 	for attempt := 0; ; attempt++ {
 		tx := &Tx{d: d}
 		err := d.db.Update(func(txn *badger.Txn) error {
@@ -611,6 +682,9 @@ func (d *DB) GetRobots(host string) ([]byte, bool, error) {
 
 // PutRobots stores a robots.txt entry.
 func (d *DB) PutRobots(host string, entry []byte) error {
+	if err := d.checkSpace(); err != nil {
+		return err
+	}
 	return d.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte("b/"+host), entry) })
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -198,5 +199,32 @@ func TestOpenErrors(t *testing.T) {
 	file := filepath.Join(other, "notes.txt")
 	if _, err := Open(file, Options{}); !errors.Is(err, ErrNotDataDir) {
 		t.Errorf("file as dir: %v, want ErrNotDataDir", err)
+	}
+}
+
+func TestDiskSpaceGuard(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	defer db.Close()
+	free := int64(1 << 40)
+	db.statfsFunc = func(string) (int64, error) { return free, nil }
+	db.spaceEvery = 0
+	if err := db.Update(func(tx *Tx) error { return tx.PutText(1, "x") }); err != nil {
+		t.Fatalf("with space: %v", err)
+	}
+	free = 1 << 20
+	err := db.Update(func(tx *Tx) error { return tx.PutText(2, "y") })
+	if !errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("below min free: %v, want ErrDiskFull naming the dir", err)
+	}
+	if txt, _ := db.Text(2); txt != "" {
+		t.Error("the refused write happened")
+	}
+	if err := db.PutMeta("x", []byte("y")); !errors.Is(err, ErrDiskFull) {
+		t.Errorf("PutMeta below min free: %v", err)
+	}
+	free = 1 << 40
+	if err := db.Update(func(tx *Tx) error { return tx.PutText(3, "z") }); err != nil {
+		t.Fatalf("space back: %v", err)
 	}
 }

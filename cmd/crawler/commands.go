@@ -55,7 +55,9 @@ func openExisting(dir string) (*storage.DB, error) {
 	if _, err := os.Stat(filepath.Join(dir, "MANIFEST")); err != nil {
 		return nil, usagef("%s holds no crawl (no Badger MANIFEST)", dir)
 	}
-	return storage.Open(dir, storage.Options{})
+	// Reading needs no free space: no guard (a crawl stopped for lack of
+	// space must still be reportable).
+	return storage.Open(dir, storage.Options{MinFreeBytes: -1})
 }
 
 // output opens path for writing ("-" or "" is stdout).

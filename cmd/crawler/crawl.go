@@ -216,7 +216,7 @@ func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []s
 			return usagef("no seed URLs given (and %s holds no crawl to resume)", dataDir)
 		}
 	}
-	db, err := storage.Open(dataDir, storage.Options{SyncWrites: cfg.Storage.SyncWrites, Logger: logger})
+	db, err := storage.Open(dataDir, storage.Options{SyncWrites: cfg.Storage.SyncWrites, MinFreeBytes: cfg.Storage.MinFreeBytes, Logger: logger})
 	if err != nil {
 		return err
 	}
