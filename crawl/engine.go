@@ -159,11 +159,19 @@ func (e *Engine) Restore() (int, error) {
 func (e *Engine) Seed(seeds []string) (added int, err error) {
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
+	return e.queueAll(len(seeds), func(tx *storage.Tx, i int) (frontier.Item, bool, error) {
+		return e.enqueue(tx, seeds[i], 0, "")
+	})
+}
+
+// queueAll queues up to n items in one transaction (queue(tx, i) returns the
+// i-th, or false) and hands them to the frontier. Called with commitMu held.
+func (e *Engine) queueAll(n int, queue func(tx *storage.Tx, i int) (frontier.Item, bool, error)) (int, error) {
 	var items []frontier.Item
-	err = e.db.Update(func(tx *storage.Tx) error {
+	err := e.db.Update(func(tx *storage.Tx) error {
 		items = items[:0]
-		for _, s := range seeds {
-			it, ok, err := e.enqueue(tx, s, 0, "")
+		for i := 0; i < n; i++ {
+			it, ok, err := queue(tx, i)
 			if err != nil {
 				return err
 			}

@@ -384,26 +384,14 @@ func (e *Engine) requeueSkipped(key string) {
 		e.setFatal(err)
 		return
 	}
-	var items []frontier.Item
-	err := e.db.Update(func(tx *storage.Tx) error {
-		items = items[:0]
-		for _, d := range deps {
-			it, ok, err := e.requeueDependent(tx, d)
-			if err != nil {
-				return err
-			}
-			if ok {
-				items = append(items, it)
-			}
-		}
-		return nil
+	n, err := e.queueAll(len(deps), func(tx *storage.Tx, i int) (frontier.Item, bool, error) {
+		return e.requeueDependent(tx, deps[i])
 	})
 	if err != nil {
 		e.setFatal(err)
 		return
 	}
-	e.logger.Info("queued skipped URLs again", "count", len(items), "mirror", m.FromOrigin+m.FromPrefix)
-	e.push(items)
+	e.logger.Info("queued skipped URLs again", "count", n, "mirror", m.FromOrigin+m.FromPrefix)
 }
 
 // gapResult records the outcome of a gap probe (a mirror page fetched

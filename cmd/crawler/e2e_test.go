@@ -95,6 +95,23 @@ func crawlCorpus(t *testing.T) *corpusRun {
 	return corpus
 }
 
+// corpusRoot returns the unpacked real corpus. Without it a test is skipped,
+// except under CI, where the real-corpus tests must run.
+func corpusRoot(t *testing.T) string {
+	t.Helper()
+	root, _, err := testweb.Corpus()
+	if errors.Is(err, testweb.ErrNoCorpus) {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI must run the real-corpus tests: %v", err)
+		}
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if corpus != nil {

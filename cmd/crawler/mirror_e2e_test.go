@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -83,16 +82,7 @@ func TestMirrorsWhicheverHostFirst(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crawls the real corpus five times")
 	}
-	root, _, err := testweb.Corpus()
-	if errors.Is(err, testweb.ErrNoCorpus) {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must run the real-corpus tests: %v", err)
-		}
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := corpusRoot(t)
 	w, err := testweb.Start(root, testweb.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +234,9 @@ func TestCorpusReportsMirrorsAndReplicatedPrefixes(t *testing.T) {
 		// A mirror that saved many requests kept a verification stream (1 in
 		// 20 would-be skips fetched): its mismatch rate is the report's
 		// estimate of updated content the skipping lets through.
-		if m.RequestsSaved >= 100 && m.Verified == 0 {
+		// (About 20 picks at 400 skips; fewer may all land on paths the
+		// original lacks, which cannot be compared.)
+		if m.RequestsSaved >= 400 && m.Verified == 0 {
 			t.Errorf("mirror %s saved %d requests without a verification stream", a, m.RequestsSaved)
 		}
 		t.Logf("mirror %s -> %s: saved %d, verification %d/%d matched (est. %.1f%% of skipped pages differ), gap probes %d (%d new)",

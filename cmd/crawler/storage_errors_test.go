@@ -141,16 +141,7 @@ func TestDiskFull(t *testing.T) {
 	}
 	defer exec.Command("umount", "-l", mnt).Run()
 	bin := buildSignalCrawler(t)
-	root, _, err := testweb.Corpus()
-	if errors.Is(err, testweb.ErrNoCorpus) {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must run the real-corpus tests: %v", err)
-		}
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := corpusRoot(t)
 	w, err := testweb.Start(root, testweb.Options{})
 	if err != nil {
 		t.Fatal(err)
