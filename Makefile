@@ -2,7 +2,7 @@
 GO        ?= go
 BIN       ?= bin
 PKGS      := ./...
-STATICCHECK_VERSION ?= 2025.1.1
+STATICCHECK_VERSION ?= v0.8.2
 
 .PHONY: all build test check bench bench-smoke demo fuzz fmt vet staticcheck clean
 
@@ -34,7 +34,7 @@ vet:
 	$(GO) vet $(PKGS)
 
 staticcheck:
-	@command -v staticcheck >/dev/null 2>&1 || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@command -v staticcheck >/dev/null 2>&1 || [ -x "$$($(GO) env GOPATH)/bin/staticcheck" ] || GOFLAGS= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	PATH="$$PATH:$$($(GO) env GOPATH)/bin" staticcheck $(PKGS)
 
 # Benchmarks: Horseshoe against wget -r -np on the real corpus served by nginx,

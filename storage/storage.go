@@ -81,7 +81,6 @@ type DB struct {
 	dir    string
 	logger *slog.Logger
 	nextID atomic.Uint64
-	idMu   sync.Mutex
 
 	minFree    int64
 	spaceMu    sync.Mutex

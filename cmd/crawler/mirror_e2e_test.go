@@ -124,13 +124,11 @@ func TestMirrorsWhicheverHostFirst(t *testing.T) {
 			for _, m := range d.Mirrors {
 				found[ipOf(m.Host)+m.Prefix+" -> "+ipOf(m.MirrorOf)+m.OriginalPrefix] = m
 			}
-			var want []string
 			for _, p := range corpusMirrorPairs {
 				key := p.copyIP + p.copyPrefix + " -> " + p.origIP + p.origPrefix
 				if order == "mirror first" {
 					key = p.origIP + p.origPrefix + " -> " + p.copyIP + p.copyPrefix
 				}
-				want = append(want, key)
 				m, ok := found[key]
 				if !ok {
 					t.Errorf("mirror %s not reported; reported: %v", key, keys(found))

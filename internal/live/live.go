@@ -186,9 +186,9 @@ func (h *Handler) render(format string, write func(io.Writer, *report.Data) erro
 
 // Collector exports a crawl's counters to Prometheus.
 type Collector struct {
-	snapshot                           SnapshotFunc
-	pages, requests                    *prometheus.Desc
-	queued, active, hosts, running, up *prometheus.Desc
+	snapshot                       SnapshotFunc
+	pages, requests                *prometheus.Desc
+	queued, active, hosts, running *prometheus.Desc
 }
 
 // NewCollector returns a collector that calls snapshot on every scrape.

@@ -38,7 +38,7 @@ func main() {
 
 func run(_ context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: benchtool corpus|seeds|kept|stages|render ...")
+		return errors.New("usage: benchtool corpus|seeds|kept|stages|render [args]")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	port := fs.Int("port", 80, "port the corpus is served on (seeds)")
