@@ -347,7 +347,8 @@ func parseRobotsBody(body []byte) *Robots {
 			cur.rules = append(cur.rules, newRule(pattern, allow))
 			if allow {
 				// Google: allowing ".../index.htm(l)" also allows the directory itself.
-				if slash := strings.LastIndexByte(pattern, '/'); strings.HasPrefix(pattern[slash:], "/index.htm") {
+				// (A pattern starting with '*' or '$' may have no '/'.)
+				if slash := strings.LastIndexByte(pattern, '/'); slash >= 0 && strings.HasPrefix(pattern[slash:], "/index.htm") {
 					cur.rules = append(cur.rules, newRule(pattern[:slash+1]+"$", true))
 				}
 			}

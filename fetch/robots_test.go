@@ -321,3 +321,17 @@ func BenchmarkParseRobots(b *testing.B) {
 		ParseRobots(200, body)
 	}
 }
+
+// TestRobotsAllowWithoutSlash is the regression case the fuzzer found: an
+// Allow pattern that starts with '*' or '$' has no '/', and the index.html
+// rule must not index it at -1.
+func TestRobotsAllowWithoutSlash(t *testing.T) {
+	for _, body := range []string{"User-agent: *\nAllow: *\nDisallow: /", "User-agent: *\nAllow: $\n", "User-agent: *\nAllow: *index.html\nDisallow: /"} {
+		r := ParseRobots(200, []byte(body))
+		_ = r.Allowed("horseshoe", "/index.html")
+	}
+	r := ParseRobots(200, []byte("User-agent: *\nAllow: *index.html\nDisallow: /"))
+	if !r.Allowed("horseshoe", "/a/index.html") || r.Allowed("horseshoe", "/a/other.html") {
+		t.Error("a wildcard Allow before a Disallow of everything decides wrongly")
+	}
+}
