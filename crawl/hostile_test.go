@@ -19,7 +19,6 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/frontier"
 	"github.com/horseshoe-crawler/horseshoe/internal/hostile"
 	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
-	"github.com/horseshoe-crawler/horseshoe/mirror"
 	"github.com/horseshoe-crawler/horseshoe/parse"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
@@ -124,7 +123,7 @@ func runEngine(tb testing.TB, cfg configs.Config, dataDir string, seeds []string
 		RobotsRetry:        cfg.Politeness.RobotsRetry.D(),
 		KeepRaw:            cfg.Storage.KeepRaw,
 		Parse:              parse.Options{URLTokens: cfg.Dedup.URLTokens, BotName: cfg.Fetch.RobotsAgent, MaxTokens: 1 << 20},
-		Mirror:             mirrorDetector(cfg),
+		Mirror:             crawl.MirrorDetector(cfg),
 	}, db, fr, fetcher, robots, det, logger.With("system", "crawl"))
 	if _, err := eng.Restore(); err != nil {
 		tb.Fatal(err)
@@ -182,17 +181,6 @@ func runEngine(tb testing.TB, cfg configs.Config, dataDir string, seeds []string
 		tb.Fatal(err)
 	}
 	return out
-}
-
-func mirrorDetector(cfg configs.Config) *mirror.Detector {
-	if !cfg.Mirror.Enabled {
-		return nil
-	}
-	return mirror.NewDetector(mirror.Options{
-		Sample:      cfg.Mirror.Sample,
-		MinScore:    cfg.Mirror.MinScore,
-		VerifyEvery: cfg.Mirror.VerifyEvery,
-	})
 }
 
 // normalWeb writes a small well-behaved site for host ip and returns its

@@ -172,7 +172,7 @@ func writeReport(db *storage.DB, cfg configs.Config, write func(io.Writer, *repo
 // filterCurve returns the configured supershingle filter's description and
 // its match probability at J = 0.50, 0.51, ..., 1.00.
 func filterCurve(cfg configs.Config) (string, []report.CurvePoint, error) {
-	o := dedupOptions(cfg.Dedup)
+	o := crawl.DedupOptions(cfg.Dedup)
 	det, err := dedup.New(o)
 	if err != nil {
 		return "", nil, usageError{err}
@@ -224,7 +224,7 @@ func cmdDedup(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	det, err := dedup.New(dedupOptions(cfg.Dedup))
+	det, err := dedup.New(crawl.DedupOptions(cfg.Dedup))
 	if err != nil {
 		return usageError{err}
 	}

@@ -24,7 +24,6 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/dedup"
 	"github.com/horseshoe-crawler/horseshoe/fetch"
 	"github.com/horseshoe-crawler/horseshoe/frontier"
-	"github.com/horseshoe-crawler/horseshoe/mirror"
 	"github.com/horseshoe-crawler/horseshoe/parse"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 	"gopkg.in/yaml.v3"
@@ -276,7 +275,7 @@ func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []s
 		}, crawl.RobotsStore{DB: db}, nil)
 	}
 
-	det, err := dedup.New(dedupOptions(cfg.Dedup))
+	det, err := dedup.New(crawl.DedupOptions(cfg.Dedup))
 	if err != nil {
 		return usageError{err}
 	}
@@ -316,7 +315,7 @@ func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []s
 		Workers:            cfg.Crawl.Workers,
 		MaxDepth:           cfg.Crawl.MaxDepth,
 		Scope:              scope,
-		Trap:               trapOptions(cfg.URLs),
+		Trap:               crawl.TrapOptions(cfg.URLs),
 		FollowNofollow:     cfg.Crawl.FollowNofollow,
 		SkipDuplicateLinks: cfg.Crawl.SkipDuplicateLinks,
 		ObeyRobots:         cfg.Politeness.ObeyRobots,
@@ -326,7 +325,7 @@ func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []s
 		KeepRaw:            cfg.Storage.KeepRaw,
 		Parse:              parse.Options{URLTokens: cfg.Dedup.URLTokens, BotName: cfg.Fetch.RobotsAgent, MaxTokens: 1 << 20},
 		ProgressEvery:      ui.logEvery(),
-		Mirror:             mirrorDetector(cfg),
+		Mirror:             crawl.MirrorDetector(cfg),
 	}, db, fr, fetcher, robots, det, logger.With("system", "crawl"))
 	restored, err := eng.Restore()
 	if err != nil {
@@ -420,36 +419,4 @@ func countFetched(db *storage.DB) (int, error) {
 		return nil
 	})
 	return n, err
-}
-
-func trapOptions(u configs.URLs) frontier.TrapOptions {
-	return frontier.TrapOptions{
-		MaxURLLength:       u.MaxLength,
-		MaxPathDepth:       u.MaxPathDepth,
-		MaxRepeatedSegment: u.MaxRepeatedSegment,
-		MaxQueryParams:     u.MaxQueryParams,
-	}
-}
-
-func dedupOptions(d configs.Dedup) dedup.Options {
-	o := dedup.DefaultOptions()
-	o.ShingleWords = d.ShingleWords
-	o.Samples = d.Samples
-	o.Filter = dedup.FilterOptions{Preset: d.Filter, K: d.FilterK, S: d.FilterS, R: d.FilterR, Bits: d.FilterBits}
-	o.Simhash = d.Simhash
-	o.SimhashK = d.SimhashK
-	o.SimhashIndex = d.SimhashIndex
-	o.Threshold = d.Threshold
-	return o
-}
-
-func mirrorDetector(cfg configs.Config) *mirror.Detector {
-	if !cfg.Mirror.Enabled {
-		return nil
-	}
-	return mirror.NewDetector(mirror.Options{
-		Sample:      cfg.Mirror.Sample,
-		MinScore:    cfg.Mirror.MinScore,
-		VerifyEvery: cfg.Mirror.VerifyEvery,
-	})
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/configs"
+	"github.com/horseshoe-crawler/horseshoe/crawl"
 	"github.com/horseshoe-crawler/horseshoe/dedup"
 	"github.com/horseshoe-crawler/horseshoe/internal/dedupeval"
 	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
@@ -157,7 +158,7 @@ func TestCorpusQuality(t *testing.T) {
 	refElapsed := time.Since(start)
 
 	start = time.Now()
-	det, err := dedup.New(dedupOptions(def.Dedup))
+	det, err := dedup.New(crawl.DedupOptions(def.Dedup))
 	if err != nil {
 		t.Fatal(err)
 	}

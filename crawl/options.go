@@ -1,0 +1,47 @@
+package crawl
+
+import (
+	"github.com/horseshoe-crawler/horseshoe/configs"
+	"github.com/horseshoe-crawler/horseshoe/dedup"
+	"github.com/horseshoe-crawler/horseshoe/frontier"
+	"github.com/horseshoe-crawler/horseshoe/mirror"
+)
+
+// The mappings from the configuration file to the options of each stage, in
+// one place for the command line and the tests.
+
+// TrapOptions maps the urls section of the config to the frontier's trap limits.
+func TrapOptions(u configs.URLs) frontier.TrapOptions {
+	return frontier.TrapOptions{
+		MaxURLLength:       u.MaxLength,
+		MaxPathDepth:       u.MaxPathDepth,
+		MaxRepeatedSegment: u.MaxRepeatedSegment,
+		MaxQueryParams:     u.MaxQueryParams,
+	}
+}
+
+// DedupOptions maps the dedup section of the config to dedup.Options.
+func DedupOptions(d configs.Dedup) dedup.Options {
+	o := dedup.DefaultOptions()
+	o.ShingleWords = d.ShingleWords
+	o.Samples = d.Samples
+	o.Filter = dedup.FilterOptions{Preset: d.Filter, K: d.FilterK, S: d.FilterS, R: d.FilterR, Bits: d.FilterBits}
+	o.Simhash = d.Simhash
+	o.SimhashK = d.SimhashK
+	o.SimhashIndex = d.SimhashIndex
+	o.Threshold = d.Threshold
+	return o
+}
+
+// MirrorDetector builds the mirror detector the config asks for (nil when
+// mirror handling is off).
+func MirrorDetector(cfg configs.Config) *mirror.Detector {
+	if !cfg.Mirror.Enabled {
+		return nil
+	}
+	return mirror.NewDetector(mirror.Options{
+		Sample:      cfg.Mirror.Sample,
+		MinScore:    cfg.Mirror.MinScore,
+		VerifyEvery: cfg.Mirror.VerifyEvery,
+	})
+}
