@@ -58,6 +58,7 @@ func ReportData(db *storage.DB, filter string, curve []report.CurvePoint) (*repo
 			Host: hostOf(m.FromOrigin), Prefix: m.FromPrefix, MirrorOf: hostOf(m.ToOrigin), OriginalPrefix: m.ToPrefix,
 			PathsCompared: c.Compared + c.Verified, PathsMatched: c.Matched + c.VerifyMatched, RequestsSaved: c.Skipped,
 			Verified: c.Verified, VerifyMatched: c.VerifyMatched, GapProbes: c.GapResolved, GapHits: c.GapHits,
+			Samples: c.Sampled,
 		}
 		if row.PathsCompared > 0 {
 			row.Score = float64(row.PathsMatched) / float64(row.PathsCompared)

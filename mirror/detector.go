@@ -253,8 +253,8 @@ const (
 // counterparts arrive later are no sample of what the decision skips).
 //
 // An undecided candidate is rejected (Withdrawn, WithdrawnNow returned) once
-// 2 x Sample comparisons leave it below the bar: the URLs skipped while it
-// was presumed must then be queued again.
+// 2 x Sample comparisons leave it below rejectScore: the URLs skipped while
+// it was presumed must then be queued again.
 func (d *Detector) Compare(key string, match, verification bool) Event {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -292,12 +292,19 @@ func (d *Detector) Compare(key string, match, verification bool) Event {
 		c.Mirror = SideA
 		return DecidedNow
 	}
-	if c.Compared >= 2*d.o.Sample {
+	// Reject only on clear evidence: independent sites score near 0 (0.4%
+	// on the corpus), while a partial mirror's first comparisons can be its
+	// table-of-contents pages, which differ where whole sections are missing.
+	// In between, the candidate stays undecided and keeps its copy side held.
+	if c.Compared >= 2*d.o.Sample && c.Score() < rejectScore {
 		c.Withdrawn = true
 		return WithdrawnNow
 	}
 	return NoChange
 }
+
+// rejectScore is the score below which an undecided candidate is rejected.
+const rejectScore = 0.5
 
 // SkipTarget reports whether u lies on the mirror side of a decided
 // cross-host mirror, and returns its counterpart on the original. Same-host
@@ -345,16 +352,35 @@ func (d *Detector) CopyMapping(u string) (Mapping, bool) {
 	o := originOf(u)
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	// Several candidates may cover u's prefix (a site's copy is often also
+	// near some other build of it): the best supported one wins, decided
+	// first, then by matched paths, then by duplicate pairs.
+	var best *Candidate
 	for _, c := range d.byOrigin[o] {
 		if c.Withdrawn || c.SameHost() || (c.Decided && c.Mirror != SideA) {
 			continue
 		}
-		m := c.mapFrom(SideA)
-		if _, ok := m.Apply(u); ok {
-			return m, true
+		if _, ok := c.mapFrom(SideA).Apply(u); !ok {
+			continue
+		}
+		if best == nil || betterSupported(c, best) {
+			best = c
 		}
 	}
-	return Mapping{}, false
+	if best == nil {
+		return Mapping{}, false
+	}
+	return best.mapFrom(SideA), true
+}
+
+func betterSupported(a, b *Candidate) bool {
+	if a.Decided != b.Decided {
+		return a.Decided
+	}
+	if a.Matched != b.Matched {
+		return a.Matched > b.Matched
+	}
+	return a.Pairs > b.Pairs
 }
 
 // CopyOf returns the copy-side URL corresponding to u on the original side
@@ -520,19 +546,17 @@ func (d *Detector) gapsExhausted(c *Candidate) bool {
 func Key(m Mapping) string { return pairKey(m.FromOrigin, m.FromPrefix, m.ToOrigin, m.ToPrefix) }
 
 // WantSample reports whether a copy under candidate key should be fetched
-// rather than skipped, to verify the candidate: while it is undecided, up to
-// 1.5 x Sample copies are fetched (some counterparts turn out missing). A
-// candidate still undecided then stays so without costing more requests: its
-// copy side is held back by the duplicate-link rule meanwhile.
+// rather than skipped, to verify the candidate: while it is undecided (and
+// not rejected), up to 3 x Sample copies are fetched (some counterparts turn
+// out missing, and a partial mirror's first samples may be pages that differ).
+// A candidate still undecided then stays so without costing more requests:
+// its copy side is held back meanwhile.
 func (d *Detector) WantSample(key string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	c := d.cands[key]
-	if c == nil || c.Decided || c.Withdrawn || c.Sampled >= d.o.Sample+d.o.Sample/2 {
+	if c == nil || c.Decided || c.Withdrawn || c.Sampled >= 3*d.o.Sample {
 		return false
-	}
-	if c.Compared >= d.o.Sample {
-		return false // enough evidence and still not a mirror
 	}
 	c.Sampled++
 	return true

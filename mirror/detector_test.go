@@ -167,13 +167,13 @@ func TestNoDecisionBelowScore(t *testing.T) {
 	d := NewDetector(DefaultOptions())
 	key := d.Propose("http://h4/doc/git/git.html", "http://h5/v2.39/git.html")
 	for i := 0; i < 19; i++ {
-		if ev := d.Compare(key, i%2 == 0, false); ev != NoChange {
-			t.Fatalf("50%% matching decided at comparison %d: %v", i+1, ev)
+		if ev := d.Compare(key, i%4 == 0, false); ev != NoChange {
+			t.Fatalf("25%% matching decided at comparison %d: %v", i+1, ev)
 		}
 	}
-	// 2 x Sample comparisons below the bar reject the candidate.
+	// 2 x Sample comparisons far below the bar reject the candidate.
 	if ev := d.Compare(key, false, false); ev != WithdrawnNow {
-		t.Fatalf("rejection after 20 comparisons: %v", ev)
+		t.Fatalf("rejection after 20 comparisons at 25%%: %v", ev)
 	}
 	if _, ok := d.CopyMapping("http://h4/doc/git/x.html"); ok {
 		t.Fatal("a rejected candidate still restrains its copy side")
@@ -243,8 +243,8 @@ func TestWantSample(t *testing.T) {
 			n++
 		}
 	}
-	if n != 4 {
-		t.Fatalf("sampled %d copies, want 1.5*Sample = 4", n)
+	if n != 9 {
+		t.Fatalf("sampled %d copies, want 3*Sample = 9", n)
 	}
 	d2 := NewDetector(Options{Sample: 3})
 	k2 := d2.Propose("http://b/x.html", "http://a/x.html")
@@ -270,5 +270,40 @@ func TestCopyMapping(t *testing.T) {
 	d.Propose("http://h/manual/pt-br/x.html", "http://h/manual/en/x.html")
 	if _, ok := d.CopyMapping("http://h/manual/pt-br/y.html"); ok {
 		t.Fatal("same-host candidates are never presumed copies")
+	}
+}
+
+func TestPartialMirrorNotRejectedBetweenBars(t *testing.T) {
+	d := NewDetector(DefaultOptions())
+	key := d.Propose("http://b/pgsql/15.18/index.html", "http://a/docs/15/")
+	// Table-of-contents pages first (they differ where sections are
+	// missing): 70% after 20 comparisons is neither a decision nor a rejection.
+	for i := 0; i < 20; i++ {
+		if ev := d.Compare(key, i%10 >= 3, false); ev != NoChange {
+			t.Fatalf("comparison %d: %v", i+1, ev)
+		}
+	}
+	// Later pages match: the candidate is decided once the score reaches the bar.
+	decided := false
+	for i := 0; i < 20 && !decided; i++ {
+		decided = d.Compare(key, true, false) == DecidedNow
+	}
+	if !decided {
+		t.Fatal("a partial mirror whose later pages match was never decided")
+	}
+}
+
+func TestCopyMappingPrefersBestSupported(t *testing.T) {
+	d := NewDetector(DefaultOptions())
+	// A few near-duplicates with another build of the site come first...
+	weak := d.Propose("http://m/latest/a.html", "http://other/doc/git/a.html")
+	// ...then the real original, with more pairs and matching paths.
+	strong := d.Propose("http://m/latest/b.html", "http://orig/v2.55/b.html")
+	d.Propose("http://m/latest/c.html", "http://orig/v2.55/c.html")
+	d.Compare(strong, true, false)
+	d.Compare(weak, false, false)
+	m, ok := d.CopyMapping("http://m/latest/x.html")
+	if !ok || m.ToOrigin != "http://orig" {
+		t.Fatalf("CopyMapping chose %+v, want the candidate with matching paths", m)
 	}
 }

@@ -81,6 +81,8 @@ type Mirror struct {
 	// (or linked to what it lacked), and how many held new content.
 	GapProbes int `json:"gap_probes"`
 	GapHits   int `json:"gap_hits"`
+	// Samples: copies fetched to verify the candidate before the decision.
+	Samples int `json:"samples"`
 }
 
 // DifferRate estimates the share of skipped URLs whose content differs from

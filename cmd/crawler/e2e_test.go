@@ -238,7 +238,7 @@ func TestCorpusMirrorPairs(t *testing.T) {
 		verified := 0
 		for _, m := range c.report.Mirrors {
 			if ipOf(m.Host) == second.ip && m.Prefix == second.prefix {
-				verified = m.Verified + m.GapProbes - m.GapHits
+				verified = m.Verified + m.Samples + m.GapProbes - m.GapHits
 			}
 		}
 		t.Logf("%s is the copy: seed %s dup_of=%s sim=%.3f method=%s; %d requests to it, %d for paths the original served (%d verification)",

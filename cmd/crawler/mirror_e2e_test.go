@@ -189,7 +189,7 @@ func TestMirrorsWhicheverHostFirst(t *testing.T) {
 				verified := 0 // deliberate probes: verification stream, fruitless gap probes
 				for _, m := range d.Mirrors {
 					if ipOf(m.Host) == ip && m.Prefix == prefix {
-						verified = m.Verified + m.GapProbes - m.GapHits
+						verified = m.Verified + m.Samples + m.GapProbes - m.GapHits
 					}
 				}
 				t.Logf("%s%s (crawled second): %d requests (%d for paths the other side served, %d of them the verification stream) with mirror handling, %d following every link (%.0f%% saved)",
