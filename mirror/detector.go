@@ -253,7 +253,7 @@ const (
 // counterparts arrive later are no sample of what the decision skips).
 //
 // An undecided candidate is rejected (Withdrawn, WithdrawnNow returned) once
-// 2 x Sample comparisons leave it below rejectScore: the URLs skipped while
+// 3 x Sample comparisons leave it below rejectScore: the URLs skipped while
 // it was presumed must then be queued again.
 func (d *Detector) Compare(key string, match, verification bool) Event {
 	d.mu.Lock()
@@ -296,15 +296,19 @@ func (d *Detector) Compare(key string, match, verification bool) Event {
 	// on the corpus), while a partial mirror's first comparisons can be its
 	// table-of-contents pages, which differ where whole sections are missing.
 	// In between, the candidate stays undecided and keeps its copy side held.
-	if c.Compared >= 2*d.o.Sample && c.Score() < rejectScore {
+	if c.Compared >= 3*d.o.Sample && c.Score() < rejectScore {
 		c.Withdrawn = true
 		return WithdrawnNow
 	}
 	return NoChange
 }
 
-// rejectScore is the score below which an undecided candidate is rejected.
-const rejectScore = 0.5
+// rejectScore is the score below which an undecided candidate is rejected
+// after 3 x Sample comparisons. Independent builds of one site score 0.004 on
+// the corpus; a partial mirror whose first samples are its table-of-contents
+// pages (which list the sections the other side lacks) can spend 20
+// comparisons near 0.4 before its ordinary pages come in.
+const rejectScore = 0.25
 
 // SkipTarget reports whether u lies on the mirror side of a decided
 // cross-host mirror, and returns its counterpart on the original. Same-host

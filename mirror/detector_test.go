@@ -166,14 +166,14 @@ func TestMirrorSideIsTheFirstCopy(t *testing.T) {
 func TestNoDecisionBelowScore(t *testing.T) {
 	d := NewDetector(DefaultOptions())
 	key := d.Propose("http://h4/doc/git/git.html", "http://h5/v2.39/git.html")
-	for i := 0; i < 19; i++ {
-		if ev := d.Compare(key, i%4 == 0, false); ev != NoChange {
-			t.Fatalf("25%% matching decided at comparison %d: %v", i+1, ev)
+	for i := 0; i < 29; i++ {
+		if ev := d.Compare(key, i%5 == 0, false); ev != NoChange {
+			t.Fatalf("20%% matching decided at comparison %d: %v", i+1, ev)
 		}
 	}
-	// 2 x Sample comparisons far below the bar reject the candidate.
+	// 3 x Sample comparisons far below the bar reject the candidate.
 	if ev := d.Compare(key, false, false); ev != WithdrawnNow {
-		t.Fatalf("rejection after 20 comparisons at 25%%: %v", ev)
+		t.Fatalf("rejection after 30 comparisons at 20%%: %v", ev)
 	}
 	if _, ok := d.CopyMapping("http://h4/doc/git/x.html"); ok {
 		t.Fatal("a rejected candidate still restrains its copy side")
@@ -277,15 +277,15 @@ func TestPartialMirrorNotRejectedBetweenBars(t *testing.T) {
 	d := NewDetector(DefaultOptions())
 	key := d.Propose("http://b/pgsql/15.18/index.html", "http://a/docs/15/")
 	// Table-of-contents pages first (they differ where sections are
-	// missing): 70% after 20 comparisons is neither a decision nor a rejection.
-	for i := 0; i < 20; i++ {
-		if ev := d.Compare(key, i%10 >= 3, false); ev != NoChange {
+	// missing): 30% after 30 comparisons is neither a decision nor a rejection.
+	for i := 0; i < 30; i++ {
+		if ev := d.Compare(key, i%10 >= 7, false); ev != NoChange {
 			t.Fatalf("comparison %d: %v", i+1, ev)
 		}
 	}
 	// Later pages match: the candidate is decided once the score reaches the bar.
 	decided := false
-	for i := 0; i < 20 && !decided; i++ {
+	for i := 0; i < 200 && !decided; i++ {
 		decided = d.Compare(key, true, false) == DecidedNow
 	}
 	if !decided {
