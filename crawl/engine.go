@@ -438,7 +438,7 @@ func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
 	}
 	// A payload byte-identical to a page already seen has the same token
 	// stream: it is an exact duplicate without signing it again.
-	digest := payloadKey(res.RawBody)
+	digest := payloadKey(p.SHA256)
 	if hit, ok := e.digestHit(digest); ok && len(doc.Tokens) > 0 && !e.o.Parse.URLTokens {
 		c.known = &dedup.Decision{Class: dedup.Exact, Original: hit.original, Similarity: 1, Method: "exact"}
 		p.Simhash = hit.simhash
@@ -476,10 +476,11 @@ func (e *Engine) followable(doc *parse.Document) []string {
 
 type digestHit struct{ original, simhash uint64 }
 
-func payloadKey(b []byte) [8]byte {
-	sum := sha256.Sum256(b)
+// payloadKey is the first 8 bytes of the payload's SHA-256, taken from the
+// hex digest the page record already carries (the body is hashed once).
+func payloadKey(sha256Hex string) [8]byte {
 	var k [8]byte
-	copy(k[:], sum[:8])
+	hex.Decode(k[:], []byte(sha256Hex[:16]))
 	return k
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,33 +25,10 @@ import (
 // warcioBin returns the warcio command, or skips the test saying why.
 func warcioBin(tb testing.TB) string {
 	tb.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		tb.Skipf("warcio check skipped: node is not installed (%v)", err)
-	}
-	if bin := os.Getenv("HORSESHOE_WARCIO"); bin != "" {
-		if _, err := os.Stat(bin); err != nil {
-			tb.Fatalf("HORSESHOE_WARCIO=%s: %v", bin, err)
-		}
-		return bin
-	}
-	script, err := filepath.Abs(filepath.Join("..", "scripts", "install-test-deps.sh"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "bash", script)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		tb.Skipf("warcio check skipped: %s failed (%v); set HORSESHOE_WARCIO to a warcio 2.4.11 binary:\n%s", script, err, stderr.String())
-	}
-	bin := strings.TrimSpace(stdout.String())
-	if i := strings.LastIndexByte(bin, '\n'); i >= 0 {
-		bin = bin[i+1:]
-	}
+	testtools.Node(tb)
+	bin := testtools.Installed(tb, "HORSESHOE_WARCIO", "install-test-deps.sh")
 	if _, err := os.Stat(bin); err != nil {
-		tb.Skipf("warcio check skipped: %s printed %q: %v", script, bin, err)
+		testtools.Missing(tb, "warcio at %q: %v", bin, err)
 	}
 	return bin
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,10 +68,7 @@ func needBrowser(t *testing.T) *browser {
 	t.Helper()
 	missing := func(format string, a ...any) {
 		t.Helper()
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must run the browser tests: "+format, a...)
-		}
-		t.Skipf("browser test skipped: "+format, a...)
+		testtools.Missing(t, "browser test: "+format, a...)
 	}
 	b := &browser{chromium: os.Getenv("HORSESHOE_CHROMIUM")}
 	if b.chromium == "" {
@@ -79,30 +77,13 @@ func needBrowser(t *testing.T) *browser {
 	if fi, err := os.Stat(b.chromium); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
 		missing("no Chromium at %s (apt-get install chromium, or set HORSESHOE_CHROMIUM)", b.chromium)
 	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node is not installed: %v", err)
-	}
-	b.node = node
+	b.node = testtools.Node(t)
 	script, err := filepath.Abs(filepath.Join("testdata", "browser", "check.cjs"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.script = script
-	b.driver = os.Getenv("HORSESHOE_PLAYWRIGHT")
-	if b.driver == "" {
-		install, err := filepath.Abs(filepath.Join("..", "..", "scripts", "install-browser-deps.sh"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stdout, stderr bytes.Buffer
-		cmd := exec.Command("bash", install)
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			missing("%s failed (%v); set HORSESHOE_PLAYWRIGHT to a playwright-core directory:\n%s", install, err, stderr.String())
-		}
-		b.driver = strings.TrimSpace(stdout.String())
-	}
+	b.driver = testtools.Installed(t, "HORSESHOE_PLAYWRIGHT", "install-browser-deps.sh")
 	if _, err := os.Stat(filepath.Join(b.driver, "package.json")); err != nil {
 		missing("HORSESHOE_PLAYWRIGHT=%s is not a playwright-core package: %v", b.driver, err)
 	}

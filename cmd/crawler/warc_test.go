@@ -2,8 +2,8 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
+	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -204,23 +204,6 @@ func TestCorpusWARCExport(t *testing.T) {
 // scripts/install-test-deps.sh, or skips.
 func warcioCommand(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skipf("warcio check skipped: node is not installed (%v)", err)
-	}
-	if bin := os.Getenv("HORSESHOE_WARCIO"); bin != "" {
-		return bin
-	}
-	script, err := filepath.Abs(filepath.Join("..", "..", "scripts", "install-test-deps.sh"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "bash", script)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Skipf("warcio check skipped: %s failed (%v):\n%s", script, err, stderr.String())
-	}
-	return strings.TrimSpace(stdout.String())
+	testtools.Node(t)
+	return testtools.Installed(t, "HORSESHOE_WARCIO", "install-test-deps.sh")
 }
