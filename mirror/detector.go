@@ -318,15 +318,20 @@ func (d *Detector) SkipTarget(u string) (key, counterpart string, ok bool) {
 	o := originOf(u)
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	var best *Candidate
 	for _, c := range d.byOrigin[o] {
 		if !c.Decided || c.SameHost() {
 			continue
 		}
-		if cp, ok := c.MirrorMapping().Apply(u); ok {
-			return c.Key, cp, true
+		if _, ok := c.MirrorMapping().Apply(u); ok && (best == nil || betterSupported(c, best)) {
+			best = c
 		}
 	}
-	return "", "", false
+	if best == nil {
+		return "", "", false
+	}
+	cp, _ := best.MirrorMapping().Apply(u)
+	return best.Key, cp, true
 }
 
 // Skip counts a URL skipped under candidate key, or returns false when this
