@@ -627,6 +627,11 @@ func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res 
 				}
 				withdrawn = append(withdrawn, w...)
 				decided = append(decided, dec...)
+				items, err := e.sampleWaiting(tx, p)
+				if err != nil {
+					return err
+				}
+				pushed = append(pushed, items...)
 			}
 			items, err := e.links(tx, p, c.links)
 			if err != nil {
@@ -792,6 +797,13 @@ func (e *Engine) links(tx *storage.Tx, p *storage.Page, links []string) ([]front
 			} else if seen {
 				continue
 			}
+			// A link skipped as a copy already (hub pages are linked from
+			// every page) keeps its skip record; it is fetched only as a
+			// sample, once its counterpart is known.
+			already, err := tx.IsSkipped(cu)
+			if err != nil {
+				return nil, err
+			}
 			if !e.inScope(cu) {
 				continue
 			}
@@ -802,11 +814,23 @@ func (e *Engine) links(tx *storage.Tx, p *storage.Page, links []string) ([]front
 						return nil, err
 					}
 					// While the mapping is an undecided mirror candidate, a
-					// few copies are fetched to verify it.
-					sample := usable && e.o.Mirror != nil && e.o.Mirror.WantSample(mirror.Key(mapping))
-					if usable && !sample {
-						if err := e.skip(tx, cu, cp, cpID, p, p.Similarity); err != nil {
+					// few copies are fetched to verify it: copies whose
+					// counterpart was fetched with content already, so that
+					// each sample is a comparison (a counterpart that is only
+					// queued may turn out missing, and the sample wasted).
+					sample := false
+					if usable && e.o.Mirror != nil {
+						cmp, err := comparable(tx, cpID)
+						if err != nil {
 							return nil, err
+						}
+						sample = cmp && e.o.Mirror.WantSample(mirror.Key(mapping))
+					}
+					if usable && !sample {
+						if !already {
+							if err := e.skip(tx, cu, cp, cpID, p, p.Similarity); err != nil {
+								return nil, err
+							}
 						}
 						continue
 					}
@@ -821,13 +845,18 @@ func (e *Engine) links(tx *storage.Tx, p *storage.Page, links []string) ([]front
 						}
 						if queued {
 							out = append(out, item)
-							if err := e.skip(tx, cu, cp, item.ID, p, p.Similarity); err != nil {
-								return nil, err
+							if !already {
+								if err := e.skip(tx, cu, cp, item.ID, p, p.Similarity); err != nil {
+									return nil, err
+								}
 							}
 							continue
 						}
 					}
 				}
+			}
+			if already {
+				continue
 			}
 			// A duplicate's link with no known counterpart may lead to
 			// content the original does not have: follow it.

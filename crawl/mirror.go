@@ -134,6 +134,12 @@ func (e *Engine) skipMirrorLink(tx *storage.Tx, cu string, via *storage.Page) (s
 	if _, seen, err := tx.SeenID(cu); err != nil || seen {
 		return false, false, nil, err
 	}
+	// A link skipped already (hub pages are linked from every page) stays
+	// skipped: it is counted, and drawn for the verification stream, once
+	// per URL, not once per link to it.
+	if done, err := tx.IsSkipped(cu); err != nil || done {
+		return done, false, nil, err
+	}
 	if !e.inScope(cu) {
 		return false, false, nil, nil
 	}
@@ -178,7 +184,7 @@ func (e *Engine) mirrorEvidence(tx *storage.Tx, p *storage.Page) (withdrawn, dec
 			return nil, nil, err
 		}
 		if rec.Status != 200 || rec.Shape == 0 || !isContent(rec.Class) {
-			continue
+			continue // keep in step with comparable
 		}
 		// The same page up to numbers (dates, versions). Near-duplicates
 		// do not count: two independent builds of one site are
@@ -322,6 +328,51 @@ func (e *Engine) onDecided(key string) {
 		e.logger.Info("queued mirror copies of pages the original lacks", "count", len(items), "mirror", orig.FromOrigin+orig.FromPrefix)
 	}
 	e.push(items)
+}
+
+// sampleWaiting queues, as samples of undecided mirror candidates, copies
+// that were skipped while their counterpart p was queued: now that p has been
+// fetched, each such sample is a comparison. (Copies are sampled only against
+// fetched counterparts; sampled against queued ones, many turn out to be
+// paths the original lacks and prove nothing.)
+func (e *Engine) sampleWaiting(tx *storage.Tx, p *storage.Page) ([]frontier.Item, error) {
+	if p.Status != 200 || p.Shape == 0 || !isContent(p.Class) || !e.o.Mirror.WantsSamples(p.URL) {
+		return nil, nil
+	}
+	deps, err := tx.Dependents(p.URL)
+	if err != nil {
+		return nil, err
+	}
+	var out []frontier.Item
+	for _, d := range deps {
+		if !e.o.Mirror.SampleCopy(d.URL, p.URL) {
+			continue
+		}
+		if err := tx.DeleteDependent(p.URL, d); err != nil {
+			return nil, err
+		}
+		it, ok, err := e.requeueDependent(tx, d)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, it)
+		}
+	}
+	return out, nil
+}
+
+// comparable reports whether page id was fetched with content that a copy
+// can be compared with (see mirrorEvidence).
+func comparable(tx *storage.Tx, id uint64) (bool, error) {
+	rec, err := tx.GetPage(id)
+	if err == storage.ErrNotFound {
+		return false, nil // queued, not fetched yet
+	}
+	if err != nil {
+		return false, err
+	}
+	return rec.Status == 200 && rec.Shape != 0 && isContent(rec.Class), nil
 }
 
 func isContent(class string) bool {

@@ -27,7 +27,14 @@ func ReportData(db *storage.DB, filter string, curve []report.CurvePoint) (*repo
 		d.Stats.ByClass[c] = 0
 	}
 	hosts := map[string]bool{}
+	// Skip records by origin, to count what each mirror decision saved.
+	type skipRec struct{ url, of string }
+	skips := map[string][]skipRec{}
 	add := func(p *storage.Page) {
+		if p.Class == storage.ClassMirrorSkipped {
+			o := mirror.Origin(p.URL)
+			skips[o] = append(skips[o], skipRec{p.URL, p.DuplicateOf})
+		}
 		d.Pages = append(d.Pages, report.Page{
 			URL: p.URL, Host: p.Host, Status: p.Status, ContentType: p.ContentType, Title: p.Title,
 			Class: p.Class, DuplicateOf: p.DuplicateOf, Similarity: p.Similarity, Method: p.Method,
@@ -54,9 +61,18 @@ func ReportData(db *storage.DB, filter string, curve []report.CurvePoint) (*repo
 			return nil
 		}
 		m := c.MirrorMapping()
+		// Requests saved: the URLs standing skipped in favour of their
+		// counterpart under this mapping (a skip undone later, when the
+		// counterpart failed, saved nothing).
+		saved := 0
+		for _, r := range skips[m.FromOrigin] {
+			if cp, ok := m.Apply(r.url); ok && cp == r.of {
+				saved++
+			}
+		}
 		row := report.Mirror{
 			Host: hostOf(m.FromOrigin), Prefix: m.FromPrefix, MirrorOf: hostOf(m.ToOrigin), OriginalPrefix: m.ToPrefix,
-			PathsCompared: c.Compared + c.Verified, PathsMatched: c.Matched + c.VerifyMatched, RequestsSaved: c.Skipped,
+			PathsCompared: c.Compared + c.Verified, PathsMatched: c.Matched + c.VerifyMatched, RequestsSaved: saved,
 			Verified: c.Verified, VerifyMatched: c.VerifyMatched, GapProbes: c.GapResolved, GapHits: c.GapHits,
 			Samples: c.Sampled,
 		}

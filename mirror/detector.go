@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -190,6 +191,10 @@ func (d *Detector) add(c *Candidate) {
 	}
 }
 
+// Origin returns the scheme://host[:port] part of an absolute URL, or "" if
+// u has no scheme.
+func Origin(u string) string { return originOf(u) }
+
 func originOf(u string) string {
 	i := strings.Index(u, "://")
 	if i < 0 {
@@ -270,10 +275,13 @@ func (d *Detector) Compare(key string, match, verification bool) Event {
 		if match {
 			c.VerifyMatched++
 		}
-		// Withdraw by the same standard as the decision, over all the
-		// evidence, once the stream has a sample of its own.
-		all := float64(c.Matched+c.VerifyMatched) / float64(c.Compared+c.Verified)
-		if c.Verified >= d.o.Sample && all < d.o.MinScore {
+		// Withdraw once the stream alone (an unbiased sample of what the
+		// decision skips; the deciding comparisons were selected by
+		// passing the bar) shows the mirror below MinScore with 95%
+		// confidence. A bare score test would withdraw sound decisions by
+		// chance: a mirror whose true score is 0.9 falls below 0.8 in one
+		// stream of 20 in ten.
+		if c.Verified >= d.o.Sample && wilsonUpper(c.VerifyMatched, c.Verified) < d.o.MinScore {
 			c.Decided, c.Withdrawn = false, true
 			return WithdrawnNow
 		}
@@ -301,6 +309,20 @@ func (d *Detector) Compare(key string, match, verification bool) Event {
 		return WithdrawnNow
 	}
 	return NoChange
+}
+
+// wilsonUpper is the upper end of the one-sided 95% Wilson score interval
+// for a proportion of k successes in n trials.
+func wilsonUpper(k, n int) float64 {
+	if n <= 0 {
+		return 1
+	}
+	const z = 1.6448536269514722 // one-sided 95%
+	p, fn := float64(k)/float64(n), float64(n)
+	denom := 1 + z*z/fn
+	center := p + z*z/(2*fn)
+	half := z * math.Sqrt(p*(1-p)/fn+z*z/(4*fn*fn))
+	return (center + half) / denom
 }
 
 // rejectScore is the score below which an undecided candidate is rejected
@@ -569,6 +591,44 @@ func (d *Detector) WantSample(key string) bool {
 	}
 	c.Sampled++
 	return true
+}
+
+// WantsSamples reports whether some undecided candidate could use a sample
+// compared with origURL, a page on its original side just fetched: a copy
+// waiting on origURL may then be fetched (SampleCopy says which).
+func (d *Detector) WantsSamples(origURL string) bool {
+	o := originOf(origURL)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.byOrigin[o] {
+		if c.Decided || c.Withdrawn || c.Sampled >= 3*d.o.Sample {
+			continue
+		}
+		if _, ok := c.mapFrom(SideB).Apply(origURL); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// SampleCopy reports whether copyURL, skipped while its counterpart origURL
+// was queued, should be fetched now that origURL has been: it does when an
+// undecided candidate maps copyURL onto origURL and wants samples (the
+// sample is counted as WantSample counts it).
+func (d *Detector) SampleCopy(copyURL, origURL string) bool {
+	o := originOf(copyURL)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.byOrigin[o] {
+		if c.Decided || c.Withdrawn || c.Sampled >= 3*d.o.Sample {
+			continue
+		}
+		if cp, ok := c.mapFrom(SideA).Apply(copyURL); ok && cp == origURL {
+			c.Sampled++
+			return true
+		}
+	}
+	return false
 }
 
 // Candidate returns a snapshot of one candidate.

@@ -2,6 +2,8 @@ package mirror
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -305,5 +307,94 @@ func TestCopyMappingPrefersBestSupported(t *testing.T) {
 	m, ok := d.CopyMapping("http://m/latest/x.html")
 	if !ok || m.ToOrigin != "http://orig" {
 		t.Fatalf("CopyMapping chose %+v, want the candidate with matching paths", m)
+	}
+}
+
+// The verification stream withdraws a decision on evidence, not on chance:
+// a sound mirror whose pages match 90% of the time (the corpus's partial
+// pgsql mirror matches 96%) keeps its decision through a long stream in all
+// but a few of 1,000 crawls, while a decision whose skipped pages match half
+// the time is withdrawn within 30 verifications in nearly every crawl.
+func TestWithdrawalIsStatistical(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	run := func(p float64, n int) (withdrawnAt int) {
+		d := NewDetector(DefaultOptions())
+		key := d.Propose("http://m/a/x.html", "http://o/b/x.html")
+		feed(d, key, 10, 10)
+		for i := 1; i <= n; i++ {
+			if d.Compare(key, rng.Float64() < p, true) == WithdrawnNow {
+				return i
+			}
+		}
+		return 0
+	}
+	lost := 0
+	for i := 0; i < 1000; i++ {
+		if run(0.9, 100) != 0 {
+			lost++
+		}
+	}
+	if lost > 20 {
+		t.Errorf("a 90%% mirror lost its decision in %d of 1000 streams of 100", lost)
+	}
+	kept := 0
+	for i := 0; i < 1000; i++ {
+		if at := run(0.5, 30); at == 0 {
+			kept++
+		}
+	}
+	if kept > 20 {
+		t.Errorf("a 50%% 'mirror' kept its decision through 30 verifications in %d of 1000 streams", kept)
+	}
+	if got := wilsonUpper(0, 0); got != 1 {
+		t.Errorf("wilsonUpper(0,0) = %v", got)
+	}
+	// The Wilson bound is the proportion p0 at which the score test of the
+	// observed k/n sits exactly z = 1.645 standard errors below p0.
+	for _, c := range [][2]int{{9, 10}, {5, 10}, {36, 45}, {1, 30}} {
+		k, n := c[0], c[1]
+		p0 := wilsonUpper(k, n)
+		zs := (float64(k)/float64(n) - p0) / math.Sqrt(p0*(1-p0)/float64(n))
+		if p0 <= float64(k)/float64(n) || math.Abs(zs+1.6449) > 1e-3 {
+			t.Errorf("wilsonUpper(%d, %d) = %.4f: score statistic %.4f, want -1.645", k, n, p0, zs)
+		}
+	}
+}
+
+// A copy skipped while its counterpart was queued is sampled when the
+// counterpart arrives, while the candidate is undecided and under its sample
+// cap; never against a page on the wrong side or under another mapping.
+func TestSampleCopyWhenCounterpartArrives(t *testing.T) {
+	d := NewDetector(DefaultOptions())
+	key := d.Propose("http://m/latest/a.html", "http://o/v2/a.html")
+	if !d.WantsSamples("http://o/v2/b.html") {
+		t.Fatal("undecided candidate wants no samples on its original side")
+	}
+	if d.WantsSamples("http://m/latest/b.html") || d.WantsSamples("http://o/other/b.html") {
+		t.Fatal("samples wanted against a page off the original side")
+	}
+	if d.SampleCopy("http://m/latest/b.html", "http://o/v2/c.html") {
+		t.Fatal("sampled a copy against a page that is not its counterpart")
+	}
+	n := 0
+	for i := 0; i < 100; i++ {
+		if d.SampleCopy(fmt.Sprintf("http://m/latest/%d.html", i), fmt.Sprintf("http://o/v2/%d.html", i)) {
+			n++
+		}
+	}
+	if n != 30 {
+		t.Fatalf("%d samples drawn, want the cap of 3 x Sample = 30", n)
+	}
+	if d.WantsSamples("http://o/v2/b.html") {
+		t.Fatal("samples still wanted past the cap")
+	}
+	d2 := NewDetector(DefaultOptions())
+	k2 := d2.Propose("http://m/latest/a.html", "http://o/v2/a.html")
+	feed(d2, k2, 10, 10)
+	if d2.WantsSamples("http://o/v2/b.html") || d2.SampleCopy("http://m/latest/b.html", "http://o/v2/b.html") {
+		t.Fatal("a decided candidate still draws samples")
+	}
+	if c, _ := d.Candidate(key); c.Sampled != 30 {
+		t.Fatalf("Sampled = %d", c.Sampled)
 	}
 }

@@ -20,7 +20,8 @@
 //	t/<id>              visible text
 //	g/<id>              dedup signature (dedup.Signature binary form)
 //	k/<url>             record of a URL skipped as a copy (mirror_skipped), JSON Page
-//	d/<url>\x00<id>     a URL skipped because its counterpart <url> was known (JSON)
+//	d/<url>\x00i<id>    a URL skipped because its counterpart <url> was known (JSON);
+//	d/<url>\x00u<link>  ... a link skipped without a page record of its own
 //	b/<host>            robots.txt entry (JSON)
 //	x/<kind>/<key>      mirror evidence and decisions (JSON)
 package storage
@@ -295,9 +296,15 @@ func queueKey(host string, seq uint64) []byte {
 	k = append(k, 0)
 	return binary.BigEndian.AppendUint64(k, seq)
 }
-func depKey(counterpart string, id uint64) []byte {
+func depKey(counterpart string, d Dependent) []byte {
 	k := append([]byte("d/"+counterpart), 0)
-	return binary.BigEndian.AppendUint64(k, id)
+	if !d.Seen {
+		// A link skipped without a page record has no id of its own:
+		// every such dependent of one counterpart is keyed by its URL, so
+		// two copies waiting on the same page cannot overwrite each other.
+		return append(append(k, 'u'), d.URL...)
+	}
+	return binary.BigEndian.AppendUint64(append(k, 'i'), d.ID)
 }
 
 // Update runs fn in one read-write transaction, retrying on conflict. The
@@ -434,7 +441,28 @@ func (t *Tx) AddDependent(counterpart string, d Dependent) error {
 	if err != nil {
 		return err
 	}
-	return t.txn.Set(depKey(counterpart, d.ID), b)
+	return t.txn.Set(depKey(counterpart, d), b)
+}
+
+// Dependents returns the dependents of counterpart, leaving them in place.
+func (t *Tx) Dependents(counterpart string) ([]Dependent, error) {
+	prefix := append([]byte("d/"+counterpart), 0)
+	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 16})
+	defer it.Close()
+	var out []Dependent
+	for it.Rewind(); it.Valid(); it.Next() {
+		var d Dependent
+		if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &d) }); err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// DeleteDependent removes one dependent of counterpart.
+func (t *Tx) DeleteDependent(counterpart string, d Dependent) error {
+	return t.txn.Delete(depKey(counterpart, d))
 }
 
 // TakeDependents returns and removes the dependents of counterpart.
@@ -470,6 +498,16 @@ func (t *Tx) PutSkipped(p *Page) error {
 		return err
 	}
 	return t.txn.Set([]byte("k/"+p.URL), b)
+}
+
+// IsSkipped reports whether u has a skip record (it was skipped as a copy
+// and has not been queued since).
+func (t *Tx) IsSkipped(u string) (bool, error) {
+	_, err := t.txn.Get([]byte("k/" + u))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // DeleteSkipped removes the skip record of u, if there is one.

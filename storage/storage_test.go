@@ -124,12 +124,39 @@ func TestDependentsAndSkipped(t *testing.T) {
 		if err := tx.PutSkipped(&Page{URL: "http://m/a", Class: ClassMirrorSkipped, DuplicateOf: "http://o/a"}); err != nil {
 			return err
 		}
+		if ok, err := tx.IsSkipped("http://m/a"); err != nil || !ok {
+			t.Errorf("IsSkipped = %v, %v after PutSkipped", ok, err)
+		}
+		if ok, err := tx.IsSkipped("http://m/b"); err != nil || ok {
+			t.Errorf("IsSkipped = %v, %v for a URL never skipped", ok, err)
+		}
+		// Two links skipped without page records in favour of one
+		// counterpart (both carry the counterpart's id): both wait on it.
 		if err := tx.AddDependent("http://o/a", Dependent{ID: 9, URL: "http://m/a"}); err != nil {
 			return err
 		}
-		return tx.AddDependent("http://o/a", Dependent{ID: 10, URL: "http://m2/a"})
+		if err := tx.AddDependent("http://o/a", Dependent{ID: 9, URL: "http://m3/a"}); err != nil {
+			return err
+		}
+		return tx.AddDependent("http://o/a", Dependent{ID: 10, URL: "http://m2/a", Seen: true})
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// Dependents reads without removing; DeleteDependent removes one.
+	if err := db.Update(func(tx *Tx) error {
+		ds, err := tx.Dependents("http://o/a")
+		if err != nil || len(ds) != 3 {
+			t.Errorf("Dependents = %+v, %v; want 3", ds, err)
+		}
+		if err := tx.DeleteDependent("http://o/a", Dependent{ID: 9, URL: "http://m3/a"}); err != nil {
+			return err
+		}
+		if ds, _ := tx.Dependents("http://o/a"); len(ds) != 2 {
+			t.Errorf("after DeleteDependent: %+v", ds)
+		}
+		return tx.AddDependent("http://o/a", Dependent{ID: 9, URL: "http://m3/a"})
+	}); err != nil {
 		t.Fatal(err)
 	}
 	var deps []Dependent
@@ -143,8 +170,8 @@ func TestDependentsAndSkipped(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if len(deps) != 2 {
-		t.Fatalf("dependents %+v", deps)
+	if len(deps) != 3 {
+		t.Fatalf("dependents %+v, want 3", deps)
 	}
 	_ = db.Update(func(tx *Tx) error {
 		again, _ := tx.TakeDependents("http://o/a")
@@ -158,6 +185,12 @@ func TestDependentsAndSkipped(t *testing.T) {
 	if n != 0 {
 		t.Errorf("skip record not deleted")
 	}
+	_ = db.Update(func(tx *Tx) error {
+		if ok, _ := tx.IsSkipped("http://m/a"); ok {
+			t.Errorf("IsSkipped after DeleteSkipped")
+		}
+		return nil
+	})
 }
 
 func TestRobotsEntries(t *testing.T) {

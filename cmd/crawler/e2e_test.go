@@ -215,8 +215,8 @@ func TestCorpusMirrorPairs(t *testing.T) {
 			first, second = second, first
 		case mirrorReported(&c.report, pr.b):
 		default:
-			t.Errorf("%s vs %s: neither seed is a duplicate of the other (%s, %s) and no host is reported as a mirror",
-				sa, sb, pa.Class, pb.Class)
+			t.Errorf("%s vs %s: neither seed is a duplicate of the other (%s, %s) and no host is reported as a mirror; candidates:\n%s",
+				sa, sb, pa.Class, pb.Class, candidatesOf(t, c.data, pr.a, pr.b))
 			continue
 		}
 		sp := pages[second.seed]
@@ -244,7 +244,8 @@ func TestCorpusMirrorPairs(t *testing.T) {
 		t.Logf("%s is the copy: seed %s dup_of=%s sim=%.3f method=%s; %d requests to it, %d for paths the original served (%d verification)",
 			second.ip, sp.Class, sp.DuplicateOf, sp.Similarity, sp.Method, total, wasted, verified)
 		if wasted > 25+verified {
-			t.Errorf("%s: %d requests for pages its original already served (%d verification); a mirror should cost only a handful", second.ip, wasted, verified)
+			t.Errorf("%s: %d requests for pages its original already served (%d verification); a mirror should cost only a handful; candidates:\n%s",
+				second.ip, wasted, verified, candidatesOf(t, c.data, first.ip, second.ip))
 		}
 	}
 	for _, m := range c.report.Mirrors {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
 	"github.com/horseshoe-crawler/horseshoe/report"
+	"github.com/horseshoe-crawler/horseshoe/storage"
 )
 
 // mirrorPair is one of the corpus README's mirror pairs.
@@ -221,9 +222,20 @@ func TestCorpusReportsMirrorsAndReplicatedPrefixes(t *testing.T) {
 		pairOf[p.origIP+p.origPrefix] = p.copyIP + p.copyPrefix
 		pairOf[p.copyIP+p.copyPrefix] = p.origIP + p.origPrefix
 	}
+	skippedOn := map[string]int{}
+	for _, p := range c.report.Pages {
+		if p.Class == "mirror_skipped" {
+			skippedOn[ipOf(p.Host)]++
+		}
+	}
 	seen := map[string]bool{}
 	for _, m := range c.report.Mirrors {
 		a, b := ipOf(m.Host)+m.Prefix, ipOf(m.MirrorOf)+m.OriginalPrefix
+		// Requests saved are URLs standing skipped, each counted once
+		// (not once per link to it, nor after the skip was undone).
+		if m.RequestsSaved > skippedOn[ipOf(m.Host)] {
+			t.Errorf("mirror %s: %d requests saved, but only %d URLs of its host stand skipped", a, m.RequestsSaved, skippedOn[ipOf(m.Host)])
+		}
 		if pairOf[a] != b {
 			t.Errorf("reported mirror %s -> %s is not a mirror pair of the corpus", a, b)
 		}
@@ -242,7 +254,8 @@ func TestCorpusReportsMirrorsAndReplicatedPrefixes(t *testing.T) {
 	}
 	for _, p := range corpusMirrorPairs {
 		if !seen[p.origIP+p.origPrefix] {
-			t.Errorf("mirror pair %s%s / %s%s not reported", p.origIP, p.origPrefix, p.copyIP, p.copyPrefix)
+			t.Errorf("mirror pair %s%s / %s%s not reported; its candidates:\n%s", p.origIP, p.origPrefix, p.copyIP, p.copyPrefix,
+				candidatesOf(t, c.data, p.origIP, p.copyIP))
 		}
 	}
 	npm := 0
@@ -257,4 +270,27 @@ func TestCorpusReportsMirrorsAndReplicatedPrefixes(t *testing.T) {
 	if npm == 0 {
 		t.Errorf("the npm versions of 127.0.0.10 are not reported as replicated prefixes: %v", fmt.Sprint(c.report.ReplicatedPrefixes))
 	}
+}
+
+// candidatesOf lists the stored mirror candidates that involve both ips, to
+// say why a pair was not reported.
+func candidatesOf(t *testing.T, data, ipA, ipB string) string {
+	t.Helper()
+	db, err := storage.Open(data, storage.Options{ReadOnly: true})
+	if err != nil {
+		return err.Error()
+	}
+	defer db.Close()
+	var b strings.Builder
+	err = db.ForEachEvidence("mirror", func(key string, v []byte) error {
+		if strings.Contains(key, "//"+ipA+":") && strings.Contains(key, "//"+ipB+":") {
+			b.Write(v)
+			b.WriteByte('\n')
+		}
+		return nil
+	})
+	if err != nil {
+		return err.Error()
+	}
+	return b.String()
 }
