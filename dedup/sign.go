@@ -37,7 +37,13 @@ type signer struct {
 	tailSeed          []uint64 // per sample: tie-break hash mix64(x ^ seed)
 
 	pool sync.Pool // *signBuf
+
+	mh     *mhState  // starting state of the vector min-hash kernel (nil: none)
+	mhPool sync.Pool // *mhState
 }
+
+// forceGeneric makes minhash use the portable code (tests compare the two).
+var forceGeneric = false
 
 type signBuf struct {
 	tok   []uint64 // per-token fingerprints, looped: len n+w-1
@@ -78,6 +84,8 @@ func newSigner(o Options) *signer {
 		sg.tailSeed[i] = next()
 	}
 	sg.pool.New = func() any { return new(signBuf) }
+	sg.mh = sg.mhTemplate()
+	sg.mhPool.New = func() any { return new(mhState) }
 	return sg
 }
 
@@ -129,11 +137,7 @@ func (sg *signer) tokens(tokens []string, u []uint64) uint64 {
 			f = r.step8(f ^ w)
 			s = s[8:]
 		}
-		var w uint64
-		for j := 0; j < len(s); j++ {
-			w |= uint64(s[j]) << (8 * j)
-		}
-		w |= uint64(Separator) << (8 * len(s))
+		w := loadShort(s) | uint64(Separator)<<(8*len(s))
 		f = r.stepN(f^w, len(s)+1)
 		u[i] = f
 		// exact = exact * x^(8*len) ^ f: Extend is linear in the state.
@@ -217,6 +221,15 @@ const (
 // any byte of p fall below the largest minimum plus one?) rejects most
 // features before the exact lane-by-lane comparison.
 func (sg *signer) minhash(xs []uint64, out []uint64) {
+	if sg.minhashFast(xs, out) {
+		return
+	}
+	sg.minhashGeneric(xs, out)
+}
+
+// minhashGeneric is the portable min-hash; minhashFast, where the CPU allows,
+// computes exactly the same samples.
+func (sg *signer) minhashGeneric(xs []uint64, out []uint64) {
 	ns := len(out)
 	for k := 0; k*8 < ns; k++ {
 		seed, mul := sg.prefSeed[k], sg.prefMul[k]
@@ -349,6 +362,26 @@ func simhash(xs []uint64, margins *[64]uint8) uint64 {
 		margins[j] = uint8(min(255, math.Round(float64(w)*scale)))
 	}
 	return h
+}
+
+// loadShort packs s (fewer than 8 bytes) little-endian into a word, with
+// two overlapping loads instead of a loop over the bytes (the overlapping
+// bytes are equal, so OR-ing the halves is exact).
+func loadShort(s string) uint64 {
+	switch n := len(s); {
+	case n >= 4:
+		lo := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24
+		t := s[n-4:]
+		hi := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24
+		return lo | hi<<(8*(n-4))
+	case n >= 2:
+		lo := uint64(s[0]) | uint64(s[1])<<8
+		hi := uint64(s[n-2]) | uint64(s[n-1])<<8
+		return lo | hi<<(8*(n-2))
+	case n == 1:
+		return uint64(s[0])
+	}
+	return 0
 }
 
 func grow(s []uint64, n int) []uint64 {
