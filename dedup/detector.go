@@ -280,6 +280,13 @@ func (d *Detector) superCandidates(keys []uint64, fn func(slot uint32) bool) {
 		}
 	}
 	d.sink += touch
+	// The delta chains are walked in lockstep, one link of every key per
+	// round, so that their cache misses overlap instead of queueing: the
+	// heads are loaded now, while the base buckets are scanned.
+	var cur [maxCombinations]int32
+	for i, k := range keys {
+		cur[i] = s.dhead[s.dheadOf(k)]
+	}
 	for i, k := range keys {
 		q := superTag(k, s.t)
 		base := s.slots[lo[i]:hi[i]]
@@ -288,8 +295,19 @@ func (d *Detector) superCandidates(keys []uint64, fn func(slot uint32) bool) {
 				return
 			}
 		}
-		if !s.lookupDelta(k, fn) {
-			return
+	}
+	for live := true; live; {
+		live = false
+		for i, k := range keys {
+			j := cur[i]
+			if j < 0 {
+				continue
+			}
+			live = true
+			if v := s.dvals[j]; v>>32 == k>>32 && !fn(uint32(v)) {
+				return
+			}
+			cur[i] = s.dnext[j]
 		}
 	}
 }
