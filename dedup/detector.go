@@ -115,13 +115,9 @@ func (d *Detector) Shingles(tokens []string, dst []uint64) []uint64 {
 		return dst
 	}
 	u := make([]uint64, n+d.sg.w-1)
-	d.sg.tokens(tokens, u)
-	for i := n; i < len(u); i++ {
-		u[i] = u[(i-n)%n]
-	}
 	start := len(dst)
 	dst = append(dst, make([]uint64, n)...)
-	d.sg.shingles(u, dst[start:])
+	d.sg.fingerprint(tokens, u, dst[start:])
 	return dst
 }
 

@@ -102,12 +102,8 @@ func (sg *signer) sign(tokens []string) *Signature {
 	defer sg.pool.Put(b)
 
 	b.tok = grow(b.tok, n+sg.w-1)
-	sig.Exact = sg.tokens(tokens, b.tok)
-	for i := n; i < n+sg.w-1; i++ {
-		b.tok[i] = b.tok[(i-n)%n]
-	}
 	b.xs = grow(b.xs, n)
-	sg.shingles(b.tok, b.xs)
+	sig.Exact = sg.fingerprint(tokens, b.tok, b.xs)
 	for i, x := range b.xs {
 		b.xs[i] = mix64(x)
 	}
@@ -121,6 +117,65 @@ func (sg *signer) sign(tokens []string) *Signature {
 		sig.Simhash = simhash(b.uniq, &sig.Margins)
 	}
 	return sig
+}
+
+// fingerprint computes the token fingerprints into u (looped: len(tokens)+w-1
+// entries) and the shingle fingerprints into out (len(tokens)), and returns
+// the fingerprint of the whole stream. It is tokens followed by shingles, in
+// one pass where the page is long enough: the two Rabin chains (the stream's
+// and the sliding shingle's) then overlap instead of running one after the
+// other.
+func (sg *signer) fingerprint(tokens []string, u, out []uint64) uint64 {
+	n, w := len(tokens), sg.w
+	if n < 2*w {
+		exact := sg.tokens(tokens, u)
+		for i := n; i < n+w-1; i++ {
+			u[i] = u[(i-n)%n]
+		}
+		sg.shingles(u, out)
+		return exact
+	}
+	// The first w tokens, and the first shingle.
+	exact := sg.tokens(tokens[:w], u)
+	sh := sg.shingle
+	f := sg.e0
+	for j := 0; j < w; j++ {
+		f = sh.step8(f ^ u[j])
+	}
+	out[0] = f
+	r := sg.text
+	for i := w; i < n; i++ {
+		t := tokens[i]
+		var fi uint64
+		l := len(t) + 1
+		if l <= 8 {
+			wd := loadShort(t) | uint64(Separator)<<(8*len(t))
+			fi = r.stepN(wd, l)
+			exact = r.stepN(exact, l) ^ fi
+		} else {
+			fi = r.ExtendString(0, t)
+			fi = r.stepN(fi^uint64(Separator), 1)
+			for ; l >= 8; l -= 8 {
+				exact = r.step8(exact)
+			}
+			if l > 0 {
+				exact = r.stepN(exact, l)
+			}
+			exact ^= fi
+		}
+		u[i] = fi
+		// Shingle i-w+1 slides token i in and token i-w out.
+		f = sh.step8(f^fi) ^ sg.out.mul(u[i-w]) ^ sg.slideConst
+		out[i-w+1] = f
+	}
+	for i := n; i < n+w-1; i++ {
+		u[i] = u[i-n]
+	}
+	for j := n - w + 1; j < n; j++ {
+		f = sh.step8(f^u[j+w-1]) ^ sg.out.mul(u[j-1]) ^ sg.slideConst
+		out[j] = f
+	}
+	return exact
 }
 
 // tokens fills u with the fingerprint (from 0, PolyText) of every token followed

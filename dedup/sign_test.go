@@ -86,7 +86,8 @@ func TestShinglesSlideEqualsDirect(t *testing.T) {
 func TestExactIsFingerprintOfStream(t *testing.T) {
 	d := newTestDetector(t, nil)
 	text := NewRabin(PolyText)
-	for _, s := range []string{"a", "a rose is a rose is a rose", "extraordinarily long-tokenized wordings here x"} {
+	long := strings.Repeat("the quick brown fox jumps over the lazy dog, internationalization écrits 日本語のテキスト ", 9)
+	for _, s := range []string{"a", "a rose is a rose is a rose", "extraordinarily long-tokenized wordings here x", long} {
 		tokens := strings.Fields(s)
 		sig := d.Sign(tokens)
 		if want := text.HashString(strings.Join(tokens, " ") + " "); sig.Exact != want {
