@@ -17,6 +17,7 @@ package dedup
 import (
 	"crypto/sha256"
 	"fmt"
+	"math/bits"
 	"sync"
 )
 
@@ -73,6 +74,7 @@ type Detector struct {
 	sim      SimhashIndex      // nil when Simhash is off
 	cands    []uint32          // scratch, under mu
 	sink     uint64            // keeps the staged bucket loads of superCandidates
+	probe    probeScratch      // superCandidates' working arrays (under mu)
 }
 
 // New returns an empty Detector for o (zero fields take their defaults).
@@ -264,30 +266,47 @@ func (d *Detector) near(sig *Signature, keys []uint64) (Decision, bool) {
 // offsets, then all buckets) so that their cache misses overlap.
 func (d *Detector) superCandidates(keys []uint64, fn func(slot uint32) bool) {
 	s := d.super
-	var lo, hi [maxCombinations]uint32
+	n := len(keys)
+	// Round 1: every key's bucket offsets and delta chain head. Round 2: the
+	// first tag of every bucket and the first link of every chain. Each
+	// round's loads are independent, so their cache misses overlap; the
+	// scans after them find the lines in cache.
+	lo, hi, cur, q, masks := d.probe.get(n)
 	for i, k := range keys {
 		hd := k >> (64 - s.t)
 		lo[i], hi[i] = s.off[hd], s.off[hd+1]
+		cur[i] = s.dhead[s.dheadOf(k)]
 	}
 	var touch uint64
 	for i := range keys {
 		if lo[i] < hi[i] {
 			touch += uint64(s.tags[lo[i]])
 		}
+		if j := cur[i]; j >= 0 {
+			touch += s.dvals[j]
+		}
 	}
 	d.sink += touch
 	// The delta chains are walked in lockstep, one link of every key per
-	// round, so that their cache misses overlap instead of queueing: the
-	// heads are loaded now, while the base buckets are scanned.
-	var cur [maxCombinations]int32
+	// round, after the base buckets are scanned.
 	for i, k := range keys {
-		cur[i] = s.dhead[s.dheadOf(k)]
+		q[i] = superTag(k, s.t)
 	}
-	for i, k := range keys {
-		q := superTag(k, s.t)
+	if tagScan(s.tags, lo, hi, q, masks) {
+		// The vector scan covered the first 32 entries of every bucket.
+		for i := range keys {
+			for m := masks[i]; m != 0; m &= m - 1 {
+				if !fn(s.slots[lo[i]+uint32(bits.TrailingZeros32(m))]) {
+					return
+				}
+			}
+			lo[i] = min(lo[i]+32, hi[i])
+		}
+	}
+	for i := range keys {
 		base := s.slots[lo[i]:hi[i]]
 		for j, e := range s.tags[lo[i]:hi[i]] {
-			if tagMatch(e, q) && !fn(base[j]) {
+			if tagMatch(e, q[i]) && !fn(base[j]) {
 				return
 			}
 		}
@@ -306,6 +325,21 @@ func (d *Detector) superCandidates(keys []uint64, fn func(slot uint32) bool) {
 			cur[i] = s.dnext[j]
 		}
 	}
+}
+
+// probeScratch holds the per-key arrays of one supershingle probe.
+type probeScratch struct {
+	lo, hi, masks []uint32
+	cur           []int32
+	q             []uint16
+}
+
+func (p *probeScratch) get(n int) (lo, hi []uint32, cur []int32, q []uint16, masks []uint32) {
+	if cap(p.lo) < n {
+		p.lo, p.hi, p.masks = make([]uint32, n), make([]uint32, n), make([]uint32, n)
+		p.cur, p.q = make([]int32, n), make([]uint16, n)
+	}
+	return p.lo[:n], p.hi[:n], p.cur[:n], p.q[:n], p.masks[:n]
 }
 
 func (d *Detector) addCand(slot uint32) {
