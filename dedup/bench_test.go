@@ -194,10 +194,13 @@ func BenchmarkSimhashSearch(b *testing.B) {
 			{"bphs-G4g1", func() SimhashIndex { return NewBPHS(4, 1) }},
 			{"bphs-G5g2", func() SimhashIndex { return NewBPHS(5, 2) }},
 			{"psm-4", func() SimhashIndex { return NewPSM(4, DefaultPSMSigma) }},
+			{"psm-6", func() SimhashIndex { return NewPSM(6, DefaultPSMSigma) }},
 			{"psm-8", func() SimhashIndex { return NewPSM(8, DefaultPSMSigma) }},
 			{"psm-16", func() SimhashIndex { return NewPSM(16, DefaultPSMSigma) }},
 			{"psm-64", func() SimhashIndex { return NewPSM(64, DefaultPSMSigma) }},
 			{"psm-256", func() SimhashIndex { return NewPSM(256, DefaultPSMSigma) }},
+			// One fingerprint per header (t = log2 n) instead of about four.
+			{"psm-spare0-8", func() SimhashIndex { return newPSM(8, DefaultPSMSigma, 0) }},
 		} {
 			b.Run(fmt.Sprintf("%s/n=%dM", ix.name, n>>20), func(b *testing.B) {
 				w := simhashFixture(n)
