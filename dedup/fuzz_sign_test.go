@@ -64,7 +64,31 @@ func FuzzSign(f *testing.F) {
 		if !sameSignature(sig, &back) {
 			t.Fatalf("binary round trip changed the signature:\n%+v\n%+v", sig, &back)
 		}
-		if len(tokens) > 0 {
+		if n := len(tokens); n > 0 {
+			// The one-pass fingerprints equal tokens-then-shingles, and the
+			// vector min-hash (where the CPU runs it) the portable one.
+			sg := det.sg
+			u, xs := make([]uint64, n+sg.w-1), make([]uint64, n)
+			exact := sg.fingerprint(tokens, u, xs)
+			u2, xs2 := make([]uint64, n+sg.w-1), make([]uint64, n)
+			exact2 := sg.tokens(tokens, u2)
+			for i := n; i < n+sg.w-1; i++ {
+				u2[i] = u2[(i-n)%n]
+			}
+			sg.shingles(u2, xs2)
+			if exact != exact2 || !slices.Equal(xs, xs2) || !slices.Equal(u, u2) {
+				t.Fatalf("one-pass fingerprints differ from tokens+shingles")
+			}
+			for i := range xs {
+				xs[i] = mix64(xs[i])
+			}
+			fast, slow := make([]uint64, sg.samples), make([]uint64, sg.samples)
+			if sg.minhashFast(xs, fast) {
+				sg.minhashGeneric(xs, slow)
+				if !slices.Equal(fast, slow) {
+					t.Fatalf("vector min-hash differs from the portable one")
+				}
+			}
 			if len(sig.Sketch) != det.Options().Samples {
 				t.Fatalf("%d samples, want %d", len(sig.Sketch), det.Options().Samples)
 			}
