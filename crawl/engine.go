@@ -621,7 +621,7 @@ func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res 
 				p.Class = storage.ClassUnique
 			}
 			if e.o.Mirror != nil {
-				w, dec, err := e.mirrorEvidence(tx, p)
+				w, dec, err := e.mirrorEvidence(tx, p, c.links)
 				if err != nil {
 					return err
 				}

@@ -159,13 +159,36 @@ func (e *Engine) skipMirrorLink(tx *storage.Tx, cu string, via *storage.Page) (s
 // mirrorEvidence proposes candidates from a duplicate pair and compares the
 // page with its counterparts under every candidate that were fetched before.
 // It returns the keys of decisions withdrawn by the comparison.
-func (e *Engine) mirrorEvidence(tx *storage.Tx, p *storage.Page) (withdrawn, decided []string, err error) {
+func (e *Engine) mirrorEvidence(tx *storage.Tx, p *storage.Page, links []string) (withdrawn, decided []string, err error) {
 	det := e.o.Mirror
 	if (p.Class == storage.ClassExact || p.Class == storage.ClassNear) && p.DuplicateOf != "" {
-		if key := det.Propose(p.URL, p.DuplicateOf); key != "" {
-			if err := e.saveCandidate(tx, key); err != nil {
+		// The pair's link evidence: do the copy's links map onto the
+		// original's (stored when it was fetched) under the implied prefix
+		// mapping?
+		orig, err := tx.GetLinks(p.OriginalID)
+		if err != nil {
+			return nil, nil, err
+		}
+		compared, matched := 0, 0
+		if orig != nil {
+			compared, matched = mirror.LinkEvidence(p.URL, p.DuplicateOf, links, orig)
+		}
+		det.ProposeLinks(p.URL, p.DuplicateOf, compared, matched)
+		// Saved whether or not the pair counted: its link evidence did.
+		if m, ok := mirror.Infer(p.URL, p.DuplicateOf); ok && !m.Identity() {
+			if err := e.saveCandidate(tx, mirror.Key(m)); err != nil {
 				return nil, nil, err
 			}
+		}
+	} else if p.Class == storage.ClassUnique && p.Status == 200 && len(links) > 0 {
+		// A unique page may become the original of later copies: keep its
+		// links on its own origin for their link evidence.
+		self := p.URL
+		if p.FinalURL != "" {
+			self = p.FinalURL
+		}
+		if err := tx.PutLinks(p.ID, mirror.LinkHashes(self, links)); err != nil {
+			return nil, nil, err
 		}
 	}
 	for _, cp := range det.Counterparts(p.URL) {

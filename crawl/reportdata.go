@@ -74,7 +74,7 @@ func ReportData(db *storage.DB, filter string, curve []report.CurvePoint) (*repo
 			Host: hostOf(m.FromOrigin), Prefix: m.FromPrefix, MirrorOf: hostOf(m.ToOrigin), OriginalPrefix: m.ToPrefix,
 			PathsCompared: c.Compared + c.Verified, PathsMatched: c.Matched + c.VerifyMatched, RequestsSaved: saved,
 			Verified: c.Verified, VerifyMatched: c.VerifyMatched, GapProbes: c.GapResolved, GapHits: c.GapHits,
-			Samples: c.Sampled,
+			Samples: c.Sampled, LinksCompared: c.LinksCompared, LinksMatched: c.LinksMatched,
 		}
 		if row.PathsCompared > 0 {
 			row.Score = float64(row.PathsMatched) / float64(row.PathsCompared)

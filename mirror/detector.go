@@ -75,7 +75,12 @@ type Candidate struct {
 	CopiesB        int    `json:"copies_b"`
 	FetchedA       int    `json:"fetched_a"`
 	FetchedB       int    `json:"fetched_b"`
-	sinceLastCheck int
+	// Link evidence (LinkEvidence) over the duplicate pairs seen: links of
+	// the copies compared, and those that map onto their original's links.
+	LinksCompared     int `json:"links_compared"`
+	LinksMatched      int `json:"links_matched"`
+	LinkDisagreements int `json:"link_disagreements,omitempty"` // pairs whose links did not map
+	sinceLastCheck    int
 }
 
 // SameHost reports whether both sides are on one origin (a replicated
@@ -126,6 +131,17 @@ type Detector struct {
 	cands    map[string]*Candidate
 	byOrigin map[string][]*Candidate
 	gaps     map[string]*gapState
+	// linkRejected counts duplicate pairs that proposed no candidate because
+	// their links did not map onto each other.
+	linkRejected int
+}
+
+// LinkRejected is the number of duplicate pairs whose link evidence kept
+// them from proposing a candidate.
+func (d *Detector) LinkRejected() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.linkRejected
 }
 
 // NewDetector returns an empty detector.
@@ -159,6 +175,19 @@ func pairKey(ao, ap, bo, bp string) string {
 // It returns the candidate's key, or "" if the pair implies no mapping (same
 // URL space, or nothing in common).
 func (d *Detector) Propose(copyURL, origURL string) string {
+	return d.ProposeLinks(copyURL, origURL, 0, 0)
+}
+
+// MinLinks is the number of links a copy needs on its own origin for its
+// link evidence to count (LinkEvidence).
+const MinLinks = 3
+
+// ProposeLinks is Propose with the pair's link evidence (LinkEvidence): a
+// pair whose copy has at least MinLinks links, fewer than half of which map
+// onto the original's links under the implied mapping, proposes nothing (a
+// page copied into an unrelated site), and its evidence is added to an
+// existing candidate without counting as one of its pairs.
+func (d *Detector) ProposeLinks(copyURL, origURL string, linksCompared, linksMatched int) string {
 	m, ok := Infer(copyURL, origURL)
 	if !ok || m.Identity() {
 		return ""
@@ -166,7 +195,14 @@ func (d *Detector) Propose(copyURL, origURL string) string {
 	key := pairKey(m.FromOrigin, m.FromPrefix, m.ToOrigin, m.ToPrefix)
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	disagree := linksCompared >= MinLinks && 2*linksMatched < linksCompared
 	if c := d.cands[key]; c != nil {
+		c.LinksCompared += linksCompared
+		c.LinksMatched += linksMatched
+		if disagree {
+			c.LinkDisagreements++
+			return ""
+		}
 		c.Pairs++
 		if c.AOrigin == m.FromOrigin && c.APrefix == m.FromPrefix {
 			c.CopiesA++
@@ -178,7 +214,12 @@ func (d *Detector) Propose(copyURL, origURL string) string {
 	if len(d.cands) >= d.o.MaxCandidates {
 		return ""
 	}
-	c := &Candidate{Key: key, AOrigin: m.FromOrigin, APrefix: m.FromPrefix, BOrigin: m.ToOrigin, BPrefix: m.ToPrefix, Pairs: 1, CopiesA: 1}
+	if disagree {
+		d.linkRejected++
+		return ""
+	}
+	c := &Candidate{Key: key, AOrigin: m.FromOrigin, APrefix: m.FromPrefix, BOrigin: m.ToOrigin, BPrefix: m.ToPrefix,
+		Pairs: 1, CopiesA: 1, LinksCompared: linksCompared, LinksMatched: linksMatched}
 	d.add(c)
 	return key
 }

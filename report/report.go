@@ -83,6 +83,10 @@ type Mirror struct {
 	GapHits   int `json:"gap_hits"`
 	// Samples: copies fetched to verify the candidate before the decision.
 	Samples int `json:"samples"`
+	// Link evidence: links of the duplicate pairs' copies, and those that
+	// map onto their original's links under this mapping.
+	LinksCompared int `json:"links_compared"`
+	LinksMatched  int `json:"links_matched"`
 }
 
 // DifferRate estimates the share of skipped URLs whose content differs from

@@ -182,6 +182,9 @@ func (t *textWriter) mirrors(title string, ms []Mirror) {
 		if m.GapProbes > 0 {
 			t.line("      gap probes: %d pages the original lacked, %d held new content", m.GapProbes, m.GapHits)
 		}
+		if m.LinksCompared > 0 {
+			t.line("      links: %d of %d links of the copies map onto the originals' links", m.LinksMatched, m.LinksCompared)
+		}
 	}
 }
 

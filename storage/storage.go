@@ -19,6 +19,7 @@
 //	w/<id>              raw HTTP request
 //	t/<id>              visible text
 //	g/<id>              dedup signature (dedup.Signature binary form)
+//	l/<id>              the page's links on its own origin, as sorted 64-bit hashes (mirror evidence)
 //	k/<url>             record of a URL skipped as a copy (mirror_skipped), JSON Page
 //	d/<url>\x00i<id>    a URL skipped because its counterpart <url> was known (JSON);
 //	d/<url>\x00u<link>  ... a link skipped without a page record of its own
@@ -422,6 +423,38 @@ func (t *Tx) PutText(id uint64, text string) error {
 // dedup index is rebuilt from these after a restart).
 func (t *Tx) PutSignature(id uint64, sig []byte) error {
 	return t.txn.Set(idKey('g', id), sig)
+}
+
+// PutLinks stores the link hashes of page id (sorted; see mirror.LinkHashes).
+func (t *Tx) PutLinks(id uint64, hashes []uint64) error {
+	b := make([]byte, 0, 8*len(hashes))
+	for _, h := range hashes {
+		b = binary.LittleEndian.AppendUint64(b, h)
+	}
+	return t.txn.Set(idKey('l', id), b)
+}
+
+// GetLinks returns the link hashes stored for page id (nil when none were).
+func (t *Tx) GetLinks(id uint64) ([]uint64, error) {
+	item, err := t.txn.Get(idKey('l', id))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []uint64
+	err = item.Value(func(v []byte) error {
+		if len(v)%8 != 0 {
+			return fmt.Errorf("storage: link hashes of page %d: %d bytes", id, len(v))
+		}
+		out = make([]uint64, len(v)/8)
+		for i := range out {
+			out[i] = binary.LittleEndian.Uint64(v[8*i:])
+		}
+		return nil
+	})
+	return out, err
 }
 
 // Dependent is a URL that was not fetched because its counterpart (the same

@@ -249,8 +249,14 @@ func TestCorpusReportsMirrorsAndReplicatedPrefixes(t *testing.T) {
 		if m.RequestsSaved >= 400 && m.Verified == 0 {
 			t.Errorf("mirror %s saved %d requests without a verification stream", a, m.RequestsSaved)
 		}
-		t.Logf("mirror %s -> %s: saved %d, verification %d/%d matched (est. %.1f%% of skipped pages differ), gap probes %d (%d new)",
-			a, b, m.RequestsSaved, m.VerifyMatched, m.Verified, 100*max(m.DifferRate(), 0), m.GapProbes, m.GapHits)
+		t.Logf("mirror %s -> %s: saved %d, verification %d/%d matched (est. %.1f%% of skipped pages differ), gap probes %d (%d new), links %d/%d",
+			a, b, m.RequestsSaved, m.VerifyMatched, m.Verified, 100*max(m.DifferRate(), 0), m.GapProbes, m.GapHits,
+			m.LinksMatched, m.LinksCompared)
+		// Link evidence (path overlap from the duplicate pairs' links) backs
+		// every mirror: most of the copies' links map onto their originals'.
+		if m.LinksCompared == 0 || 2*m.LinksMatched < m.LinksCompared {
+			t.Errorf("mirror %s: link evidence %d of %d links matched", a, m.LinksMatched, m.LinksCompared)
+		}
 	}
 	for _, p := range corpusMirrorPairs {
 		if !seen[p.origIP+p.origPrefix] {
