@@ -144,14 +144,18 @@ func (sg *signer) fingerprint(tokens []string, u, out []uint64) uint64 {
 	}
 	out[0] = f
 	r := sg.text
+	// The tables, used directly so that their eight-lookup steps inline.
+	tt, st, mt := &r.by, &sh.by, sg.out
 	for i := w; i < n; i++ {
 		t := tokens[i]
 		var fi uint64
 		l := len(t) + 1
 		if l <= 8 {
+			// Token and stream both advance by l bytes (stepN, written out).
 			wd := loadShort(t) | uint64(Separator)<<(8*len(t))
-			fi = r.stepN(wd, l)
-			exact = r.stepN(exact, l) ^ fi
+			s := 8 * uint(l)
+			fi = wd>>s ^ tt.step8(wd<<(64-s))
+			exact = exact>>s ^ tt.step8(exact<<(64-s)) ^ fi
 		} else {
 			fi = r.ExtendString(0, t)
 			fi = r.stepN(fi^uint64(Separator), 1)
@@ -165,7 +169,7 @@ func (sg *signer) fingerprint(tokens []string, u, out []uint64) uint64 {
 		}
 		u[i] = fi
 		// Shingle i-w+1 slides token i in and token i-w out.
-		f = sh.step8(f^fi) ^ sg.out.mul(u[i-w]) ^ sg.slideConst
+		f = st.step8(f^fi) ^ mt.mul(u[i-w]) ^ sg.slideConst
 		out[i-w+1] = f
 	}
 	for i := n; i < n+w-1; i++ {
