@@ -798,12 +798,13 @@ func (e *Engine) links(tx *storage.Tx, p *storage.Page, links []string) ([]front
 				continue
 			}
 			// A link skipped as a copy already (hub pages are linked from
-			// every page) keeps its skip record; it is fetched only as a
-			// sample, once its counterpart is known.
-			already, err := tx.IsSkipped(cu)
+			// every page) keeps its skip record while its counterpart
+			// stands; it is fetched only as a sample.
+			already, err := standingSkip(tx, cu)
 			if err != nil {
 				return nil, err
 			}
+			sample := false
 			if !e.inScope(cu) {
 				continue
 			}
@@ -818,7 +819,6 @@ func (e *Engine) links(tx *storage.Tx, p *storage.Page, links []string) ([]front
 					// counterpart was fetched with content already, so that
 					// each sample is a comparison (a counterpart that is only
 					// queued may turn out missing, and the sample wasted).
-					sample := false
 					if usable && e.o.Mirror != nil {
 						cmp, err := comparable(tx, cpID)
 						if err != nil {
@@ -855,11 +855,12 @@ func (e *Engine) links(tx *storage.Tx, p *storage.Page, links []string) ([]front
 					}
 				}
 			}
-			if already {
+			if already && !sample {
 				continue
 			}
-			// A duplicate's link with no known counterpart may lead to
-			// content the original does not have: follow it.
+			// A sample, or a duplicate's link with no known counterpart
+			// (which may lead to content the original does not have):
+			// follow it.
 		}
 		var item frontier.Item
 		var ok bool

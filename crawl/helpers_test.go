@@ -19,6 +19,7 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/dedup"
 	"github.com/horseshoe-crawler/horseshoe/fetch"
 	"github.com/horseshoe-crawler/horseshoe/frontier"
+	"github.com/horseshoe-crawler/horseshoe/mirror"
 	"github.com/horseshoe-crawler/horseshoe/parse"
 	"github.com/horseshoe-crawler/horseshoe/report"
 	"github.com/horseshoe-crawler/horseshoe/storage"
@@ -259,6 +260,7 @@ type crawlConfig struct {
 	MaxFailures    int
 	FollowNofollow bool
 	ScopeAny       bool          // follow links to any host (default: seed hosts only)
+	Mirror         bool          // skip duplicates' links and detect mirrors (the crawler's defaults)
 	Timeout        time.Duration // the whole crawl; the test fails when it is hit
 }
 
@@ -287,8 +289,16 @@ func (c crawlConfig) withDefaults() crawlConfig {
 	return c
 }
 
+func mirrorDetector(on bool) *mirror.Detector {
+	if !on {
+		return nil
+	}
+	return mirror.NewDetector(mirror.DefaultOptions())
+}
+
 // crawlResult is what a finished test crawl left in its store.
 type crawlResult struct {
+	Mirrors  []report.Mirror          // the report's mirrors
 	Notes    []report.HostNote        // the report's host notes
 	Pages    map[string]*storage.Page // by canonical URL
 	GiveUps  map[string]string        // host given up -> reason (frontier or stored evidence)
@@ -374,7 +384,8 @@ func runCrawl(tb testing.TB, cfg crawlConfig, seeds ...string) crawlResult {
 		Scope:              scope,
 		Trap:               frontier.DefaultTrapOptions(),
 		FollowNofollow:     cfg.FollowNofollow,
-		SkipDuplicateLinks: false,
+		SkipDuplicateLinks: cfg.Mirror,
+		Mirror:             mirrorDetector(cfg.Mirror),
 		ObeyRobots:         true,
 		RobotsRetry:        cfg.RobotsRetry,
 		MaxDelay:           cfg.MaxDelay,
@@ -422,6 +433,7 @@ func runCrawl(tb testing.TB, cfg crawlConfig, seeds ...string) crawlResult {
 		tb.Fatalf("ReportData: %v", err)
 	}
 	res.Notes = rd.HostNotes
+	res.Mirrors = rd.Mirrors
 	return res
 }
 

@@ -135,9 +135,9 @@ func (e *Engine) skipMirrorLink(tx *storage.Tx, cu string, via *storage.Page) (s
 		return false, false, nil, err
 	}
 	// A link skipped already (hub pages are linked from every page) stays
-	// skipped: it is counted, and drawn for the verification stream, once
-	// per URL, not once per link to it.
-	if done, err := tx.IsSkipped(cu); err != nil || done {
+	// skipped while its counterpart stands: it is counted, and drawn for the
+	// verification stream, once per URL, not once per link to it.
+	if done, err := standingSkip(tx, cu); err != nil || done {
 		return done, false, nil, err
 	}
 	if !e.inScope(cu) {
@@ -169,13 +169,19 @@ func (e *Engine) mirrorEvidence(tx *storage.Tx, p *storage.Page, links []string)
 		if err != nil {
 			return nil, nil, err
 		}
+		// The copy's own URL is where it was served from (its links are
+		// resolved against it), as in links().
+		self := p.URL
+		if p.FinalURL != "" {
+			self = p.FinalURL
+		}
 		compared, matched := 0, 0
 		if orig != nil {
-			compared, matched = mirror.LinkEvidence(p.URL, p.DuplicateOf, links, orig)
+			compared, matched = mirror.LinkEvidence(self, p.DuplicateOf, links, orig)
 		}
-		det.ProposeLinks(p.URL, p.DuplicateOf, compared, matched)
+		det.ProposeLinks(self, p.DuplicateOf, compared, matched)
 		// Saved whether or not the pair counted: its link evidence did.
-		if m, ok := mirror.Infer(p.URL, p.DuplicateOf); ok && !m.Identity() {
+		if m, ok := mirror.Infer(self, p.DuplicateOf); ok && !m.Identity() {
 			if err := e.saveCandidate(tx, mirror.Key(m)); err != nil {
 				return nil, nil, err
 			}
@@ -368,7 +374,8 @@ func (e *Engine) sampleWaiting(tx *storage.Tx, p *storage.Page) ([]frontier.Item
 	}
 	var out []frontier.Item
 	for _, d := range deps {
-		if !e.o.Mirror.SampleCopy(d.URL, p.URL) {
+		key, ok := e.o.Mirror.SampleKey(d.URL, p.URL)
+		if !ok {
 			continue
 		}
 		if err := tx.DeleteDependent(p.URL, d); err != nil {
@@ -378,11 +385,28 @@ func (e *Engine) sampleWaiting(tx *storage.Tx, p *storage.Page) ([]frontier.Item
 		if err != nil {
 			return nil, err
 		}
+		// Counted only when really queued (it may be queued already);
+		// SampleKey saw the count under the cap.
 		if ok {
 			out = append(out, it)
+			e.o.Mirror.WantSample(key)
 		}
 	}
 	return out, nil
+}
+
+// standingSkip reports whether cu has a skip record whose counterpart can
+// still stand in for it (known, not failed, not skipped itself). A skip whose
+// counterpart failed without queuing it (a dependent lost, as stores written
+// before dependents were keyed by URL could lose them) does not stand: the
+// link is then handled as new.
+func standingSkip(tx *storage.Tx, cu string) (bool, error) {
+	rec, err := tx.GetSkipped(cu)
+	if err != nil || rec == nil {
+		return false, err
+	}
+	_, usable, err := counterpartUsable(tx, rec.DuplicateOf)
+	return usable, err
 }
 
 // comparable reports whether page id was fetched with content that a copy

@@ -122,8 +122,11 @@ func TestTagScanMatchesScalar(t *testing.T) {
 		q := make([]uint16, n)
 		for i := range n {
 			size := rng.IntN(70)
-			if rng.IntN(4) == 0 {
+			switch rng.IntN(6) {
+			case 0:
 				size = rng.IntN(3)
+			case 1:
+				size = 250 + rng.IntN(300) // past 255: the length must not wrap
 			}
 			start := rng.IntN(len(tags) - size + 1)
 			if i == 0 && round%10 == 0 {

@@ -22,6 +22,9 @@ loop:
 	MOVL (R8), AX
 	MOVL (R9), BX
 	SUBL AX, BX
+	MOVL $32, DX
+	CMPL BX, DX
+	CMOVLHI DX, BX // at most 32 entries (BZHI reads only the index's low byte)
 	MOVL $-1, DX
 	BZHIL BX, DX, DX
 	KMOVD DX, K1

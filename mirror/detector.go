@@ -635,8 +635,8 @@ func (d *Detector) WantSample(key string) bool {
 }
 
 // WantsSamples reports whether some undecided candidate could use a sample
-// compared with origURL, a page on its original side just fetched: a copy
-// waiting on origURL may then be fetched (SampleCopy says which).
+// compared with origURL, a page just fetched on either of its sides: a copy
+// waiting on origURL may then be fetched (SampleKey says under which).
 func (d *Detector) WantsSamples(origURL string) bool {
 	o := originOf(origURL)
 	d.mu.Lock()
@@ -645,18 +645,20 @@ func (d *Detector) WantsSamples(origURL string) bool {
 		if c.Decided || c.Withdrawn || c.Sampled >= 3*d.o.Sample {
 			continue
 		}
-		if _, ok := c.mapFrom(SideB).Apply(origURL); ok {
-			return true
+		for _, s := range []Side{SideA, SideB} {
+			if _, ok := c.mapFrom(s).Apply(origURL); ok {
+				return true
+			}
 		}
 	}
 	return false
 }
 
-// SampleCopy reports whether copyURL, skipped while its counterpart origURL
-// was queued, should be fetched now that origURL has been: it does when an
-// undecided candidate maps copyURL onto origURL and wants samples (the
-// sample is counted as WantSample counts it).
-func (d *Detector) SampleCopy(copyURL, origURL string) bool {
+// SampleKey returns the undecided candidate, under its sample cap, that maps
+// copyURL (skipped while its counterpart origURL was queued) onto origURL,
+// in either direction. The caller fetches the copy and then counts the sample
+// with WantSample(key) (samples are counted only when really fetched).
+func (d *Detector) SampleKey(copyURL, origURL string) (string, bool) {
 	o := originOf(copyURL)
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -664,12 +666,13 @@ func (d *Detector) SampleCopy(copyURL, origURL string) bool {
 		if c.Decided || c.Withdrawn || c.Sampled >= 3*d.o.Sample {
 			continue
 		}
-		if cp, ok := c.mapFrom(SideA).Apply(copyURL); ok && cp == origURL {
-			c.Sampled++
-			return true
+		for _, s := range []Side{SideA, SideB} {
+			if cp, ok := c.mapFrom(s).Apply(copyURL); ok && cp == origURL {
+				return c.Key, true
+			}
 		}
 	}
-	return false
+	return "", false
 }
 
 // Candidate returns a snapshot of one candidate.

@@ -42,7 +42,8 @@ func LinkHashes(pageURL string, links []string) []uint64 {
 // as matched when Q links to the mapped URL. This is path overlap as Bharat
 // and Broder used it, available from a single duplicate pair: on a mirror,
 // P's link paths map onto Q's; a page copied into an unrelated site links
-// elsewhere. Links outside the mapped prefix count as compared, not matched.
+// elsewhere. A link outside the mapped prefix matches only if the original has
+// the same link (shared navigation of two prefixes on one host).
 func LinkEvidence(copyURL, origURL string, links []string, orig []uint64) (compared, matched int) {
 	m, ok := Infer(copyURL, origURL)
 	if !ok || m.Identity() {
@@ -60,6 +61,8 @@ func LinkEvidence(copyURL, origURL string, links []string, orig []uint64) (compa
 			if _, found := slices.BinarySearch(orig, linkHash(cp)); found {
 				matched++
 			}
+		} else if _, found := slices.BinarySearch(orig, linkHash(l)); found {
+			matched++ // a link both pages share unchanged (site navigation on one host)
 		}
 		if compared == MaxLinkHashes {
 			break

@@ -58,3 +58,15 @@ func TestLinkEvidence(t *testing.T) {
 		t.Fatalf("candidate after more pairs: %+v", cand)
 	}
 }
+
+// Two prefixes of one host share their site navigation: a link outside the
+// mapped prefix that the original has too counts as matched.
+func TestLinkEvidenceSharedNavigation(t *testing.T) {
+	orig := "http://h/v1/a.html"
+	hashes := LinkHashes(orig, []string{"http://h/v1/b.html", "http://h/about.html", "http://h/blog/"})
+	c, m := LinkEvidence("http://h/v2/a.html", orig,
+		[]string{"http://h/v2/b.html", "http://h/about.html", "http://h/blog/", "http://h/v2/new.html"}, hashes)
+	if c != 4 || m != 3 {
+		t.Fatalf("%d of %d matched, want 3 of 4 (b.html mapped, the two shared navigation links as they are)", m, c)
+	}
+}

@@ -466,6 +466,7 @@ type Dependent struct {
 	Depth int    `json:"depth"`
 	Via   string `json:"via,omitempty"`
 	Seen  bool   `json:"seen,omitempty"` // URL is in the seen-set with a mirror_skipped page record
+	key   []byte // the stored key, when read back (stores may hold older key forms)
 }
 
 // AddDependent records that d waits on counterpart's outcome.
@@ -488,13 +489,18 @@ func (t *Tx) Dependents(counterpart string) ([]Dependent, error) {
 		if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &d) }); err != nil {
 			return nil, err
 		}
+		d.key = it.Item().KeyCopy(nil)
 		out = append(out, d)
 	}
 	return out, nil
 }
 
-// DeleteDependent removes one dependent of counterpart.
+// DeleteDependent removes one dependent of counterpart (by the key it was read
+// under, when it came from Dependents).
 func (t *Tx) DeleteDependent(counterpart string, d Dependent) error {
+	if d.key != nil {
+		return t.txn.Delete(d.key)
+	}
 	return t.txn.Delete(depKey(counterpart, d))
 }
 
@@ -541,6 +547,20 @@ func (t *Tx) IsSkipped(u string) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// GetSkipped returns the skip record of u, or nil if u has none.
+func (t *Tx) GetSkipped(u string) (*Page, error) {
+	item, err := t.txn.Get([]byte("k/" + u))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var p Page
+	err = item.Value(func(v []byte) error { return json.Unmarshal(v, &p) })
+	return &p, err
 }
 
 // DeleteSkipped removes the skip record of u, if there is one.

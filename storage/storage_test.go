@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -260,4 +262,35 @@ func TestDiskSpaceGuard(t *testing.T) {
 	if err := db.Update(func(tx *Tx) error { return tx.PutText(3, "z") }); err != nil {
 		t.Fatalf("space back: %v", err)
 	}
+}
+
+// A dependent stored under the key form of earlier versions is read back and
+// deleted by the key it was read under.
+func TestDeleteDependentOldKeyForm(t *testing.T) {
+	db := open(t, t.TempDir())
+	defer db.Close()
+	err := db.Update(func(tx *Tx) error {
+		b, _ := json.Marshal(Dependent{ID: 7, URL: "http://m/old"})
+		old := binary.BigEndian.AppendUint64(append([]byte("d/http://o/x"), 0), 7)
+		return tx.txn.Set(old, b)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *Tx) error {
+		ds, err := tx.Dependents("http://o/x")
+		if err != nil || len(ds) != 1 || ds[0].URL != "http://m/old" {
+			t.Fatalf("Dependents = %+v, %v", ds, err)
+		}
+		return tx.DeleteDependent("http://o/x", ds[0])
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Update(func(tx *Tx) error {
+		if ds, _ := tx.Dependents("http://o/x"); len(ds) != 0 {
+			t.Errorf("old-form dependent not deleted: %+v", ds)
+		}
+		return nil
+	})
 }

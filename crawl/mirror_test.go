@@ -1,0 +1,58 @@
+package crawl_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A mirror whose pages all link to one another (every link a hub): each link
+// is skipped once, samples are drawn only when they can be compared, and the
+// mirror is decided after a few pages; the original is fetched in full.
+func TestMirrorOfHubHeavySite(t *testing.T) {
+	const n = 40
+	var names []string
+	for i := range n {
+		names = append(names, fmt.Sprintf("p%d.html", i))
+	}
+	mk := func() *site {
+		s := &site{Pages: map[string]page{}}
+		return s
+	}
+	orig, copySite := mk(), mk()
+	for _, name := range names {
+		body := htmlPage(strings.TrimSuffix(name, ".html"), "", names...)
+		orig.Pages["/docs/"+name] = page{Body: body}
+		copySite.Pages["/m/"+name] = page{Body: body}
+	}
+	index := htmlPage("index", "", names...)
+	orig.Pages["/docs/"] = page{Body: index}
+	copySite.Pages["/m/"] = page{Body: index}
+	copySite.Latency = 30 * time.Millisecond // the copy's seed is met second
+
+	log := &hitLog{}
+	a := startServer(t, "127.0.0.41", orig.handler(), log)
+	b := startServer(t, "127.0.0.42", copySite.handler(), log)
+	res := runCrawl(t, crawlConfig{Mirror: true, Workers: 4},
+		a.Base("127.0.0.41")+"/docs/", b.Base("127.0.0.42")+"/m/")
+
+	for _, name := range names {
+		if p := res.page(t, a.Base("127.0.0.41")+"/docs/"+name); p.Status != 200 {
+			t.Errorf("original %s: status %d", name, p.Status)
+		}
+	}
+	if len(res.Mirrors) != 1 || !strings.HasSuffix(res.Mirrors[0].Host, ":"+b.Port) || res.Mirrors[0].Prefix != "/m/" {
+		t.Fatalf("mirrors %+v, want 127.0.0.42/m/ -> 127.0.0.41/docs/", res.Mirrors)
+	}
+	m := res.Mirrors[0]
+	copyHits := len(log.byIP("127.0.0.42"))
+	t.Logf("copy: %d requests of %d pages; compared %d, matched %d, samples %d, saved %d, links %d/%d",
+		copyHits, n+1, m.PathsCompared, m.PathsMatched, m.Samples, m.RequestsSaved, m.LinksMatched, m.LinksCompared)
+	if m.RequestsSaved+copyHits < n/2 || m.RequestsSaved == 0 {
+		t.Errorf("the decision saved %d requests (copy fetched %d of %d)", m.RequestsSaved, copyHits, n+1)
+	}
+	if m.LinksCompared == 0 || m.LinksMatched*2 < m.LinksCompared {
+		t.Errorf("link evidence %d of %d", m.LinksMatched, m.LinksCompared)
+	}
+}
