@@ -117,11 +117,24 @@ func canonFetchableHost(host string) bool {
 	if host[0] == '[' {
 		return host[len(host)-1] == ']'
 	}
+	// DNS limits (RFC 1035): labels of at most 63 bytes, names of at most 253
+	// (plus a root dot). A longer name can never be resolved, and its
+	// punycode labels need not survive a second parse.
+	if len(strings.TrimSuffix(host, ".")) > 253 {
+		return false
+	}
+	label := 0
 	for i := 0; i < len(host); i++ {
 		c := host[i]
 		switch {
-		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '-', c == '.', c == '_':
+		case c == '.':
+			label = 0
+			continue
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '-', c == '_':
 		default:
+			return false
+		}
+		if label++; label > 63 {
 			return false
 		}
 	}

@@ -418,3 +418,22 @@ func ExampleCanonicalize() {
 	// http://example.com/~user/a%20b example.com
 	// error: true
 }
+
+// Host names beyond DNS limits are not fetchable (and their punycode labels
+// need not parse again, which broke idempotence: found by FuzzCanonicalize).
+func TestCanonicalizeDNSLimits(t *testing.T) {
+	l63 := strings.Repeat("a", 63)
+	if _, err := Canonicalize("http://"+l63+".example/", nil); err != nil {
+		t.Errorf("63-byte label refused: %v", err)
+	}
+	if _, err := Canonicalize("http://"+l63+"a.example/", nil); err == nil {
+		t.Error("64-byte label accepted")
+	}
+	long := strings.Repeat(l63+".", 4) // 256 bytes
+	if _, err := Canonicalize("http://"+long+"com/", nil); err == nil {
+		t.Error("name over 253 bytes accepted")
+	}
+	if _, err := Canonicalize("http://Bü"+strings.Repeat("n", 80)+".example/", nil); err == nil {
+		t.Error("IDNA label whose punycode exceeds 63 bytes accepted")
+	}
+}
