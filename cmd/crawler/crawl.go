@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/netip"
 	"net/url"
@@ -211,7 +212,9 @@ func allLocal(seeds []string) bool {
 func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []string, allowPrivate bool,
 	logger *slog.Logger, stdout io.Writer, ui *crawlUI) error {
 	if len(seeds) == 0 {
-		if _, err := os.Stat(filepath.Join(dataDir, "MANIFEST")); err != nil {
+		// Only a missing store is a usage error; any other failure to look
+		// (permission denied) is the store's to report.
+		if _, err := os.Stat(filepath.Join(dataDir, "MANIFEST")); errors.Is(err, fs.ErrNotExist) {
 			return usagef("no seed URLs given (and %s holds no crawl to resume)", dataDir)
 		}
 	}
