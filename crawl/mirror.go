@@ -212,8 +212,8 @@ func (e *Engine) mirrorEvidence(tx *storage.Tx, p *storage.Page, links []string)
 		if err != nil {
 			return nil, nil, err
 		}
-		if rec.Status != 200 || rec.Shape == 0 || !isContent(rec.Class) {
-			continue // keep in step with comparable
+		if !hasShape(rec) {
+			continue
 		}
 		// The same page up to numbers (dates, versions). Near-duplicates
 		// do not count: two independent builds of one site are
@@ -365,7 +365,7 @@ func (e *Engine) onDecided(key string) {
 // fetched counterparts; sampled against queued ones, many turn out to be
 // paths the original lacks and prove nothing.)
 func (e *Engine) sampleWaiting(tx *storage.Tx, p *storage.Page) ([]frontier.Item, error) {
-	if p.Status != 200 || p.Shape == 0 || !isContent(p.Class) || !e.o.Mirror.WantsSamples(p.URL) {
+	if !hasShape(p) || !e.o.Mirror.WantsSamples(p.URL) {
 		return nil, nil
 	}
 	deps, err := tx.Dependents(p.URL)
@@ -410,7 +410,7 @@ func standingSkip(tx *storage.Tx, cu string) (bool, error) {
 }
 
 // comparable reports whether page id was fetched with content that a copy
-// can be compared with (see mirrorEvidence).
+// can be compared with.
 func comparable(tx *storage.Tx, id uint64) (bool, error) {
 	rec, err := tx.GetPage(id)
 	if err == storage.ErrNotFound {
@@ -419,7 +419,12 @@ func comparable(tx *storage.Tx, id uint64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return rec.Status == 200 && rec.Shape != 0 && isContent(rec.Class), nil
+	return hasShape(rec), nil
+}
+
+// hasShape reports whether p holds content whose shape mirror comparisons use.
+func hasShape(p *storage.Page) bool {
+	return p.Status == 200 && p.Shape != 0 && isContent(p.Class)
 }
 
 func isContent(class string) bool {

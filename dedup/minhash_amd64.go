@@ -21,7 +21,7 @@ func tagScanAVX512(tags *uint16, lo, hi *uint32, q *uint16, n int, out *uint32)
 // CPU lacks the instructions.
 func tagScan(tags []uint16, lo, hi []uint32, q []uint16, out []uint32) bool {
 	n := len(q)
-	if !hasTagScan || n == 0 || len(tags) == 0 || forceGeneric {
+	if !hasTagScan || n == 0 || len(tags) == 0 {
 		return false
 	}
 	_, _, _ = lo[n-1], hi[n-1], out[n-1]
@@ -76,7 +76,7 @@ func (sg *signer) mhTemplate() *mhState {
 // minhashFast runs the AVX-512 kernel when the CPU has it; it reports false
 // (and does nothing) otherwise.
 func (sg *signer) minhashFast(xs []uint64, out []uint64) bool {
-	if !hasAVX512 || sg.mh == nil || len(out) != sg.samples || forceGeneric {
+	if !hasAVX512 || sg.mh == nil || len(out) != sg.samples {
 		return false
 	}
 	st := sg.mhPool.Get().(*mhState)

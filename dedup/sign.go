@@ -42,9 +42,6 @@ type signer struct {
 	mhPool sync.Pool // *mhState
 }
 
-// forceGeneric makes minhash use the portable code (tests compare the two).
-var forceGeneric = false
-
 type signBuf struct {
 	tok   []uint64 // per-token fingerprints, looped: len n+w-1
 	xs    []uint64 // mixed shingle fingerprints, one per shingle

@@ -61,7 +61,6 @@ type Candidate struct {
 	Decided        bool   `json:"decided"`
 	Withdrawn      bool   `json:"withdrawn,omitempty"`
 	Mirror         Side   `json:"mirror_side"` // the side whose URLs are skipped (valid once decided)
-	Skipped        int    `json:"skipped"`     // URLs not fetched thanks to the decision
 	Verified       int    `json:"verified"`    // verification-stream comparisons after the decision
 	VerifyMatched  int    `json:"verify_matched"`
 	Sampled        int    `json:"sampled"`    // copies fetched (not skipped) to verify the candidate
@@ -70,7 +69,6 @@ type Candidate struct {
 	LinkerResolved int    `json:"linker_resolved"`
 	LinkerHits     int    `json:"linker_hits"`
 	GapHits        int    `json:"gap_hits"` // ... that held new content
-	SampledX       int    `json:"-"`        // copies fetched (not skipped) to verify the candidate
 	CopiesA        int    `json:"copies_a"` // duplicate pairs whose copy (fetched second) was on side A
 	CopiesB        int    `json:"copies_b"`
 	FetchedA       int    `json:"fetched_a"`
@@ -411,7 +409,6 @@ func (d *Detector) Skip(key string) bool {
 		c.sinceLastCheck = 0
 		return false
 	}
-	c.Skipped++
 	return true
 }
 
@@ -627,7 +624,7 @@ func (d *Detector) WantSample(key string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	c := d.cands[key]
-	if c == nil || c.Decided || c.Withdrawn || c.Sampled >= 3*d.o.Sample {
+	if c == nil || !d.sampling(c) {
 		return false
 	}
 	c.Sampled++
@@ -642,7 +639,7 @@ func (d *Detector) WantsSamples(origURL string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, c := range d.byOrigin[o] {
-		if c.Decided || c.Withdrawn || c.Sampled >= 3*d.o.Sample {
+		if !d.sampling(c) {
 			continue
 		}
 		for _, s := range []Side{SideA, SideB} {
@@ -663,7 +660,7 @@ func (d *Detector) SampleKey(copyURL, origURL string) (string, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, c := range d.byOrigin[o] {
-		if c.Decided || c.Withdrawn || c.Sampled >= 3*d.o.Sample {
+		if !d.sampling(c) {
 			continue
 		}
 		for _, s := range []Side{SideA, SideB} {
@@ -673,6 +670,12 @@ func (d *Detector) SampleKey(copyURL, origURL string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// sampling reports whether c is undecided, not rejected and under its cap
+// of 3 x Sample samples.
+func (d *Detector) sampling(c *Candidate) bool {
+	return !c.Decided && !c.Withdrawn && c.Sampled < 3*d.o.Sample
 }
 
 // Candidate returns a snapshot of one candidate.

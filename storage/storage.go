@@ -506,22 +506,12 @@ func (t *Tx) DeleteDependent(counterpart string, d Dependent) error {
 
 // TakeDependents returns and removes the dependents of counterpart.
 func (t *Tx) TakeDependents(counterpart string) ([]Dependent, error) {
-	prefix := append([]byte("d/"+counterpart), 0)
-	it := t.txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 16})
-	var out []Dependent
-	var keys [][]byte
-	for it.Rewind(); it.Valid(); it.Next() {
-		var d Dependent
-		if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &d) }); err != nil {
-			it.Close()
-			return nil, err
-		}
-		out = append(out, d)
-		keys = append(keys, it.Item().KeyCopy(nil))
+	out, err := t.Dependents(counterpart)
+	if err != nil {
+		return nil, err
 	}
-	it.Close()
-	for _, k := range keys {
-		if err := t.txn.Delete(k); err != nil {
+	for _, d := range out {
+		if err := t.txn.Delete(d.key); err != nil {
 			return nil, err
 		}
 	}
@@ -537,16 +527,6 @@ func (t *Tx) PutSkipped(p *Page) error {
 		return err
 	}
 	return t.txn.Set([]byte("k/"+p.URL), b)
-}
-
-// IsSkipped reports whether u has a skip record (it was skipped as a copy
-// and has not been queued since).
-func (t *Tx) IsSkipped(u string) (bool, error) {
-	_, err := t.txn.Get([]byte("k/" + u))
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return false, nil
-	}
-	return err == nil, err
 }
 
 // GetSkipped returns the skip record of u, or nil if u has none.

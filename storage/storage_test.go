@@ -126,11 +126,11 @@ func TestDependentsAndSkipped(t *testing.T) {
 		if err := tx.PutSkipped(&Page{URL: "http://m/a", Class: ClassMirrorSkipped, DuplicateOf: "http://o/a"}); err != nil {
 			return err
 		}
-		if ok, err := tx.IsSkipped("http://m/a"); err != nil || !ok {
-			t.Errorf("IsSkipped = %v, %v after PutSkipped", ok, err)
+		if rec, err := tx.GetSkipped("http://m/a"); err != nil || rec == nil || rec.DuplicateOf != "http://o/a" {
+			t.Errorf("GetSkipped = %+v, %v after PutSkipped", rec, err)
 		}
-		if ok, err := tx.IsSkipped("http://m/b"); err != nil || ok {
-			t.Errorf("IsSkipped = %v, %v for a URL never skipped", ok, err)
+		if rec, err := tx.GetSkipped("http://m/b"); err != nil || rec != nil {
+			t.Errorf("GetSkipped = %+v, %v for a URL never skipped", rec, err)
 		}
 		// Two links skipped without page records in favour of one
 		// counterpart (both carry the counterpart's id): both wait on it.
@@ -188,8 +188,8 @@ func TestDependentsAndSkipped(t *testing.T) {
 		t.Errorf("skip record not deleted")
 	}
 	_ = db.Update(func(tx *Tx) error {
-		if ok, _ := tx.IsSkipped("http://m/a"); ok {
-			t.Errorf("IsSkipped after DeleteSkipped")
+		if rec, _ := tx.GetSkipped("http://m/a"); rec != nil {
+			t.Errorf("GetSkipped after DeleteSkipped: %+v", rec)
 		}
 		return nil
 	})
