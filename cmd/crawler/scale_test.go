@@ -258,15 +258,14 @@ func dirSize(tb testing.TB, dir string) int64 {
 	return n
 }
 
-// TestScaleBoundedRSS crawls the synthetic web twice with the same page
-// budget, once with 100 k URLs known at the end and once with 1 M (3 M more
-// with HORSESHOE_SCALE_3M=1), logs peak RSS against URLs known (the table in
-// BENCHMARKS.md), and requires the anonymous memory of the large frontier to
-// stay close to the small one's: queue entries and the seen-set live in
-// Badger, not in memory.
+// TestScaleBoundedRSS crawls the synthetic web three times with the same page
+// budget, with 100 k, 1 M and 3 M URLs known at the end, logs peak RSS against
+// URLs known (the table in BENCHMARKS.md), and requires the anonymous memory
+// to level off as the frontier grows: queue entries and the seen-set live in
+// Badger, not in memory, and Badger's own buffers are bounded.
 func TestScaleBoundedRSS(t *testing.T) {
 	if testing.Short() {
-		t.Skip("crawls a synthetic web of a million URLs")
+		t.Skip("crawls a synthetic web of three million URLs")
 	}
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		t.Skip("needs /proc to sample the crawler's memory")
@@ -279,13 +278,7 @@ func TestScaleBoundedRSS(t *testing.T) {
 	}{
 		{"100k", 34, 100_000},
 		{"1M", 334, 1_000_000},
-	}
-	if os.Getenv("HORSESHOE_SCALE_3M") != "" {
-		cases = append(cases, struct {
-			name      string
-			fanout    int
-			wantKnown int
-		}{"3M", 1000, 3_000_000})
+		{"3M", 1000, 3_000_000},
 	}
 	var res []scaleResult
 	for _, c := range cases {
@@ -305,18 +298,20 @@ func TestScaleBoundedRSS(t *testing.T) {
 		}
 		res = append(res, r)
 	}
-	small, large := res[0], res[1]
-	// Queue entries and seen marks live in Badger: the anonymous memory
-	// (Go heap and Badger's buffers; file pages of its memory-mapped tables
-	// are left out, the kernel can drop them) may grow by at most
-	// maxBytesPerURL for each URL known beyond the small crawl. An in-memory
-	// frontier costs several hundred bytes per URL.
-	const maxBytesPerURL = 256
-	extra := int64(large.known-small.known) * maxBytesPerURL >> 10
-	if grew := large.peakAnon - small.peakAnon; grew > extra {
-		t.Errorf("anonymous RSS grows with the frontier: %s MB at %d URLs known, %s MB at %d: %d B per extra URL, want at most %d",
-			mb(small.peakAnon), small.known, mb(large.peakAnon), large.known,
-			grew<<10/int64(large.known-small.known), maxBytesPerURL)
+	// The anonymous memory (Go heap and Badger's buffers; file pages of its
+	// memory-mapped tables are left out, the kernel can drop them) may grow
+	// while Badger's caches and compactions reach their working size, by at
+	// most 256 B for each URL known beyond the small crawl (an in-memory
+	// frontier costs several hundred), and must then level off: at most 16 B
+	// per URL from 1 M to 3 M. Measured: about 130 B and 2 B; with Badger's
+	// default table growth per level it was 220-260 B and 21 B.
+	perURL := func(a, b scaleResult) int64 { return (b.peakAnon - a.peakAnon) << 10 / int64(b.known-a.known) }
+	for i, lim := range []int64{256, 16} {
+		a, b := res[i], res[i+1]
+		if got := perURL(a, b); got > lim {
+			t.Errorf("anonymous RSS grows with the frontier: %s MB at %d URLs known, %s MB at %d: %d B per extra URL, want at most %d",
+				mb(a.peakAnon), a.known, mb(b.peakAnon), b.known, got, lim)
+		}
 	}
 }
 
