@@ -239,3 +239,29 @@ func BenchmarkSimhashSearch(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPSMLookups: the CPU part of a PSM query at 1 M fingerprints
+// (t = 18 header bits): ranking the header bits by the query's margins and
+// enumerating the flip sets in VOSH order, for budgets 8 and 16; no index
+// memory is touched.
+func BenchmarkPSMLookups(b *testing.B) {
+	for _, budget := range []int{8, 16} {
+		b.Run(fmt.Sprintf("budget=%d", budget), func(b *testing.B) {
+			p := NewPSM(budget, DefaultPSMSigma)
+			p.idx.t = 18
+			rng := rand.New(rand.NewPCG(9, 10))
+			margins := make([][64]uint8, 1024)
+			for i := range margins {
+				for j := range margins[i] {
+					margins[i][j] = uint8(rng.IntN(256))
+				}
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				p.lookups(uint64(i)*0x9E3779B97F4A7C15, &margins[i&1023], 3, budget-1)
+				i++
+			}
+		})
+	}
+}

@@ -186,8 +186,8 @@ func (o Options) Validate() error {
 	default:
 		bad("dedup: unknown simhash weighting %q (want %q or %q)", o.SimhashWeight, WeightUniform, WeightTF)
 	}
-	if o.PSMBudget < 1 {
-		bad("dedup: psm budget %d: want >= 1", o.PSMBudget)
+	if o.PSMBudget < 1 || o.PSMBudget > maxPSMBudget {
+		bad("dedup: psm budget %d: want 1 to %d", o.PSMBudget, maxPSMBudget)
 	}
 	if !(o.PSMSigma > 0 && o.PSMSigma < 10) {
 		bad("dedup: psm sigma %g out of range (0, 10)", o.PSMSigma)

@@ -3,7 +3,6 @@ package dedup
 import (
 	"math"
 	"math/bits"
-	"sync"
 )
 
 // SimhashIndex finds stored simhash fingerprints within a Hamming distance of a
@@ -31,15 +30,15 @@ type SimhashIndex interface {
 type PSM struct {
 	idx    *hindex
 	budget int
-	logits *[256]float64 // flip logit by margin byte
-	pool   sync.Pool     // *psmBuf
-	sink   uint64        // keeps the staged loads of Search
+	logits *[256]int64 // flip logit by margin byte, fixed point (voshFix)
+	buf    psmBuf      // a query's scratch (Search is not concurrent)
+	sink   uint64      // keeps the staged loads of Search
 }
 
 type psmBuf struct {
 	heap   voshHeap
 	order  [64]uint8
-	logit  [64]float64
+	logit  [64]int64
 	hds    []uint32
 	lo, hi []uint32
 	cur    []int32
@@ -58,8 +57,7 @@ func NewPSM(budget int, sigma float64) *PSM { return newPSM(budget, sigma, psmSp
 const psmSpare = 2
 
 func newPSM(budget int, sigma float64, spare int) *PSM {
-	p := &PSM{idx: newHindex(spare, 28), budget: max(budget, 1), logits: flipLogits(sigma)}
-	p.pool.New = func() any { return new(psmBuf) }
+	p := &PSM{idx: newHindex(spare, 28), budget: min(max(budget, 1), maxPSMBudget), logits: fixLogits(flipLogits(sigma))}
 	return p
 }
 
@@ -75,32 +73,8 @@ func (p *PSM) MemoryBytes() int64 { return p.idx.memoryBytes() }
 // Search implements SimhashIndex.
 func (p *PSM) Search(fp uint64, margins *[64]uint8, k int, visit func(slot uint32) bool) int {
 	h := p.idx
-	t := int(h.t)
-	buf := p.pool.Get().(*psmBuf)
-	defer p.pool.Put(buf)
-	// The lookups: fp itself, then flips of header bits (fp bits 63 .. 64-t)
-	// in VOSH order, ranked by the query's own margins.
-	hds := append(buf.hds[:0], h.header(fp))
-	if p.budget > 1 && k > 0 {
-		for i := range t {
-			buf.order[i] = uint8(63 - i)
-		}
-		rankBits(buf.order[:t], buf.logit[:t], margins, p.logits)
-		v := &buf.heap
-		v.reset(buf.logit[:t], min(k, t))
-		for len(hds) < p.budget {
-			set, ok := v.next()
-			if !ok {
-				break
-			}
-			var mask uint64
-			for _, r := range set {
-				mask |= 1 << buf.order[r]
-			}
-			hds = append(hds, h.header(fp^mask))
-		}
-	}
-	buf.hds = hds
+	buf := &p.buf
+	hds := p.lookups(fp, margins, k, p.budget-1)
 	// Stage the loads: round 1, every lookup's offsets and delta chain head;
 	// round 2, the first fingerprint of every bucket and chain. The loads of
 	// a round are independent, so their cache misses overlap.
@@ -146,6 +120,42 @@ func (p *PSM) Search(fp uint64, margins *[64]uint8, k int, visit func(slot uint3
 	return len(hds)
 }
 
+// lookups returns the headers to look up: fp's own, then fp's with header
+// bits (fp bits 63 .. 64-t) flipped, in VOSH order over the query's own margins,
+// up to the budget. Only the m most probable bits are ranked: a set of flips
+// that holds the bit of rank r is less probable than each of the r single flips
+// of the bits ranked above it, so the first budget-1 sets never reach rank
+// budget-1 (m = budget-1 gives the same lookups as ranking all t bits, up to
+// the order of equally probable sets).
+func (p *PSM) lookups(fp uint64, margins *[64]uint8, k, m int) []uint32 {
+	h := p.idx
+	t := int(h.t)
+	buf := &p.buf
+	hds := append(buf.hds[:0], h.header(fp))
+	if p.budget > 1 && k > 0 {
+		m = min(m, t)
+		for i := range t {
+			buf.order[i] = uint8(63 - i)
+		}
+		rankBits(buf.order[:t], buf.logit[:m], margins, p.logits)
+		v := &buf.heap
+		v.resetFix(buf.logit[:m], min(k, m))
+		for len(hds) < p.budget {
+			set, ok := v.next()
+			if !ok {
+				break
+			}
+			var mask uint64
+			for _, r := range set {
+				mask |= 1 << buf.order[r]
+			}
+			hds = append(hds, h.header(fp^mask))
+		}
+	}
+	buf.hds = hds
+	return hds
+}
+
 // flipLogits returns, for every margin byte m (|W_j|/sqrt(n) = m/32), the logit
 // log(p/(1-p)) of the flip probability p = P(Y > |W_j|), Y ~ N(0, sigma^2)
 // the change of the normalized weight between near-duplicates. The
@@ -161,38 +171,70 @@ func flipLogits(sigma float64) *[256]float64 {
 	return &t
 }
 
-// rankBits sorts the bit positions in order by decreasing flip probability
-// (increasing margin; stable) and writes each rank's logit. Without margins
-// every bit is equally likely.
-func rankBits(order []uint8, logit []float64, margins *[64]uint8, table *[256]float64) {
+// fixLogits converts flip logits to the fixed point the VOSH heap sums.
+func fixLogits(l *[256]float64) *[256]int64 {
+	var t [256]int64
+	for i, v := range l {
+		t[i] = toFix(v)
+	}
+	return &t
+}
+
+// toFix is a logit in fixed point, clamped to [-1000, 0] so that sums of up
+// to 8 fit the frontier keys.
+func toFix(l float64) int64 { return int64(math.Round(min(max(l, -1000), 0) * voshFix)) }
+
+// rankBits orders the bit positions by decreasing flip probability
+// (increasing margin; ties keep their order) and writes each rank's logit:
+// only the first len(logit) ranks (order[:len(logit)] holds them on return).
+// Without margins every bit is equally likely.
+func rankBits(order []uint8, logit []int64, margins *[64]uint8, table *[256]int64) {
 	if margins == nil {
 		for i := range logit {
 			logit[i] = table[0]
 		}
 		return
 	}
-	// Rank by counting (branch-free: a sort's data-dependent branches
-	// mispredict on random margins): the rank of bit i is the number of bits
-	// with a smaller (margin, position) key, so ties keep their order.
-	n := len(order)
-	if n > 64 {
+	n, m := len(order), len(logit)
+	if n > 64 || m > n {
 		panic("dedup: rankBits over more than 64 bits")
 	}
-	var keys [64]uint32
-	var in [64]uint8
+	// The rank of bit i is the number of bits with a smaller key (margin,
+	// position), counted four at a time: keys sit in 16-bit lanes with the
+	// lane's top bit set, so subtracting key i leaves that bit set exactly in
+	// the lanes whose key is not smaller. Branch-free (a sort's data-dependent
+	// branches mispredict on random margins), n*n/4 steps.
+	const (
+		hi  = 0x8000_8000_8000_8000
+		one = 0x0001_0001_0001_0001
+	)
+	var keys [64]uint16
+	var in, byRank [64]uint8
+	nw := (n + 3) / 4
 	for i, b := range order {
-		keys[i] = uint32(margins[b])<<8 | uint32(i)
+		keys[i] = uint16(margins[b])<<6 | uint16(i) // < 2^14
 		in[i] = b
 	}
-	for i := 0; i < n; i++ {
-		ki, r := keys[i], uint32(0)
-		for _, kj := range keys[:n] {
-			r += (kj - ki) >> 31
-		}
-		order[r] = in[i]
+	for i := n; i < 4*nw; i++ {
+		keys[i] = 0x7fff // padding: above every key
 	}
-	for i, b := range order {
-		logit[i] = table[margins[b]]
+	var lanes [16]uint64
+	for w := range nw {
+		k := keys[4*w : 4*w+4 : 4*w+4]
+		lanes[w] = hi | uint64(k[0]) | uint64(k[1])<<16 | uint64(k[2])<<32 | uint64(k[3])<<48
+	}
+	for i, k := range keys[:n] {
+		y := uint64(k) * one
+		notLess := 0
+		for _, x := range lanes[:nw] {
+			notLess += bits.OnesCount64((x - y) & hi)
+		}
+		byRank[(4*nw-notLess)&63] = in[i]
+	}
+	for r := range m {
+		b := byRank[r]
+		order[r] = b
+		logit[r] = table[margins[b]]
 	}
 }
 
@@ -301,68 +343,102 @@ func (b *BPHS) Search(fp uint64, _ *[64]uint8, k int, visit func(slot uint32) bo
 
 // voshHeap enumerates subsets of bit ranks 0..b-1 of sizes 1..h in decreasing
 // order of the sum of their logits (Sood & Loguinov, section 5.2): one VOSH
-// tree per size, whose nodes are expanded into a max-heap as they are popped.
+// tree per size, whose nodes join the frontier as their parents are popped.
+//
+// The frontier is small (at most h + 2 per pop), so it is a flat array of
+// keys, score in fixed point above the node's position, and a pop is a
+// branch-free scan for the largest key: a binary heap's data-dependent
+// branches mispredict on every level, and cost more than the scan.
 type voshHeap struct {
-	logit []float64
-	b     int
-	nodes []voshNode
-	out   [8]uint8
+	fix  [64]int64 // logit of each rank, fixed point
+	b    int
+	keys []int64    // score<<voshPosBits | position in sets
+	sets []voshNode // the frontier's subsets
+	out  [8]uint8
 }
 
 type voshNode struct {
-	score float64
-	size  uint8
-	set   [8]uint8
+	size uint8
+	set  [8]uint8
 }
 
+const (
+	voshPosBits = 16 // frontier positions: at most h + 2*(budget-1) < 2^16
+	voshFix     = 1 << 32
+	// maxPSMBudget bounds the lookups of one query, and with them the frontier.
+	maxPSMBudget = 1 << 12
+)
+
+// reset starts an enumeration over logit (non-increasing, at most 64 ranks)
+// with subsets of at most h ranks.
 func (v *voshHeap) reset(logit []float64, h int) {
-	v.logit, v.b = logit, len(logit)
-	v.nodes = v.nodes[:0]
+	var fix [64]int64
+	for i, l := range logit {
+		fix[i] = toFix(l)
+	}
+	v.resetFix(fix[:len(logit)], h)
+}
+
+// resetFix is reset with the logits in fixed point (toFix).
+func (v *voshHeap) resetFix(fix []int64, h int) {
+	v.b = copy(v.fix[:], fix)
+	v.keys, v.sets = v.keys[:0], v.sets[:0]
 	for size := 1; size <= min(h, 8, v.b); size++ {
 		var n voshNode
 		n.size = uint8(size)
+		var score int64
 		for i := range size {
 			n.set[i] = uint8(i)
+			score += v.fix[i]
 		}
-		v.push(n)
+		v.push(n, score)
 	}
 }
 
-func (v *voshHeap) score(n *voshNode) float64 {
-	s := 0.0
-	for _, r := range n.set[:n.size] {
-		s += v.logit[r]
-	}
-	return s
+func (v *voshHeap) push(n voshNode, score int64) {
+	v.keys = append(v.keys, score<<voshPosBits|int64(len(v.sets)))
+	v.sets = append(v.sets, n)
 }
 
-// next pops the most probable remaining subset and pushes its VOSH children
+// next pops the most probable remaining subset and adds its VOSH children
 // (voshChildren, inlined: a child differs from its parent in one rank, so its
 // score is the parent's with one logit swapped).
 func (v *voshHeap) next() ([]uint8, bool) {
-	if len(v.nodes) == 0 {
+	n := len(v.keys)
+	if n == 0 {
 		return nil, false
 	}
-	top := v.nodes[0]
-	last := len(v.nodes) - 1
-	v.nodes[0] = v.nodes[last]
-	v.nodes = v.nodes[:last]
-	v.down(0)
+	keys := v.keys
+	a, b := keys[0], keys[0]
+	i := 1
+	for ; i+1 < n; i += 2 {
+		a, b = maxNoBranch(a, keys[i]), maxNoBranch(b, keys[i+1])
+	}
+	if i < n {
+		a = maxNoBranch(a, keys[i])
+	}
+	best := maxNoBranch(a, b)
+	pos := int(best & (1<<voshPosBits - 1))
+	score := best >> voshPosBits
+	top := v.sets[pos]
+	last := n - 1
+	keys[pos] = keys[last]&^(1<<voshPosBits-1) | int64(pos)
+	v.sets[pos] = v.sets[last]
+	v.keys, v.sets = keys[:last], v.sets[:last]
+
 	h := int(top.size)
 	s := top.set[:h]
 	if r := s[h-1]; int(r) < v.b-1 {
 		c := top
 		c.set[h-1] = r + 1
-		c.score = top.score - v.logit[r] + v.logit[r+1]
-		v.pushScored(c)
+		v.push(c, score-v.fix[r]+v.fix[r+1])
 	}
 	for j := h - 2; j >= 0; j-- {
 		gap := s[j+1] - s[j]
 		if gap == 2 {
 			c := top
 			c.set[j] = s[j] + 1
-			c.score = top.score - v.logit[s[j]] + v.logit[s[j]+1]
-			v.pushScored(c)
+			v.push(c, score-v.fix[s[j]]+v.fix[s[j]+1])
 			break
 		}
 		if gap > 2 {
@@ -371,6 +447,13 @@ func (v *voshHeap) next() ([]uint8, bool) {
 	}
 	v.out = top.set
 	return v.out[:h], true
+}
+
+// maxNoBranch is max(a, b) for |a-b| < 2^63, by arithmetic: the compiler
+// turns max into a compare and branch, which mispredicts here.
+func maxNoBranch(a, b int64) int64 {
+	d := a - b
+	return b + d&^(d>>63)
 }
 
 // voshChildren is Algorithm 2 of the seed, with ranks from 0: the left child
@@ -396,42 +479,4 @@ func voshChildren(s []uint8, b int) (left, right [8]uint8, hasLeft, hasRight boo
 		}
 	}
 	return left, right, hasLeft, hasRight
-}
-
-func (v *voshHeap) push(n voshNode) {
-	n.score = v.score(&n)
-	v.pushScored(n)
-}
-
-// pushScored adds n, whose score is set.
-func (v *voshHeap) pushScored(n voshNode) {
-	v.nodes = append(v.nodes, n)
-	i := len(v.nodes) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if v.nodes[p].score >= v.nodes[i].score {
-			break
-		}
-		v.nodes[p], v.nodes[i] = v.nodes[i], v.nodes[p]
-		i = p
-	}
-}
-
-func (v *voshHeap) down(i int) {
-	n := len(v.nodes)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		c := l
-		if r := l + 1; r < n && v.nodes[r].score > v.nodes[l].score {
-			c = r
-		}
-		if v.nodes[i].score >= v.nodes[c].score {
-			return
-		}
-		v.nodes[i], v.nodes[c] = v.nodes[c], v.nodes[i]
-		i = c
-	}
 }

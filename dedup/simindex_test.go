@@ -19,8 +19,8 @@ func TestVOSHSeedExample(t *testing.T) {
 		margins[i] = uint8(w*32 + 0.5)
 	}
 	order := []uint8{0, 1, 2}
-	logit := make([]float64, 3)
-	rankBits(order, logit, &margins, flipLogits(DefaultPSMSigma))
+	logit := make([]int64, 3)
+	rankBits(order, logit, &margins, fixLogits(flipLogits(DefaultPSMSigma)))
 	if want := []uint8{1, 2, 0}; !slices.Equal(order, want) {
 		t.Errorf("flip order (0-based bits) %v, want %v (bits 2, 3, 1)", order, want)
 	}
@@ -196,5 +196,82 @@ func TestPSMBudgetAndEarlyStop(t *testing.T) {
 	probes := p.Search(target, nil, 3, func(uint32) bool { calls++; return false })
 	if calls != 1 || probes != 1 {
 		t.Errorf("exact hit: %d visits, %d probes; want 1, 1", calls, probes)
+	}
+}
+
+// TestPSMRanksOnlyWhatTheBudgetReaches: ranking only the budget-1 most
+// probable header bits gives the same lookups, in the same order, as ranking
+// all t of them (margins distinct, so no two flip sets are equally probable).
+func TestPSMRanksOnlyWhatTheBudgetReaches(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{1 << 12, 1 << 16} {
+		for _, budget := range []int{2, 4, 8, 16, 64} {
+			p := NewPSM(budget, DefaultPSMSigma)
+			for i := range n {
+				p.Add(rng.Uint64(), uint32(i))
+			}
+			tb := int(p.idx.t)
+			for q := range 200 {
+				var margins [64]uint8
+				for i, v := range rng.Perm(256)[:64] {
+					margins[i] = uint8(v)
+				}
+				fp := rng.Uint64()
+				for k := 1; k <= 3; k++ {
+					full := slices.Clone(p.lookups(fp, &margins, k, tb))
+					part := p.lookups(fp, &margins, k, budget-1)
+					if !slices.Equal(full, part) {
+						t.Fatalf("n=%d budget=%d k=%d query %d: lookups %x with %d bits ranked, %x with all %d",
+							n, budget, k, q, part, budget-1, full, tb)
+					}
+					if len(part) != min(budget, 1+flipSets(tb, k)) {
+						t.Fatalf("n=%d budget=%d k=%d: %d lookups, want %d", n, budget, k, len(part), min(budget, 1+flipSets(tb, k)))
+					}
+				}
+			}
+		}
+	}
+}
+
+// flipSets is the number of nonempty sets of at most k of t bits.
+func flipSets(t, k int) int {
+	n, c := 0, 1
+	for i := 1; i <= k; i++ {
+		c = c * (t - i + 1) / i
+		n += c
+	}
+	return n
+}
+
+// TestRankBitsAgainstSort: rankBits' first m ranks are those of a stable sort
+// of the bits by margin, ties included, for every width PSM uses and more.
+func TestRankBitsAgainstSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	table := fixLogits(flipLogits(DefaultPSMSigma))
+	for n := 1; n <= 64; n++ {
+		for range 50 {
+			var margins [64]uint8
+			spread := 1 + rng.IntN(256) // small spreads make ties
+			for i := range margins {
+				margins[i] = uint8(rng.IntN(spread))
+			}
+			m := 1 + rng.IntN(n)
+			order := make([]uint8, n)
+			for i := range order {
+				order[i] = uint8(63 - i)
+			}
+			want := slices.Clone(order)
+			sort.SliceStable(want, func(a, b int) bool { return margins[want[a]] < margins[want[b]] })
+			logit := make([]int64, m)
+			rankBits(order, logit, &margins, table)
+			if !slices.Equal(order[:m], want[:m]) {
+				t.Fatalf("n=%d m=%d: ranks %v, want %v (margins %v)", n, m, order[:m], want[:m], margins)
+			}
+			for r, b := range order[:m] {
+				if logit[r] != table[margins[b]] {
+					t.Fatalf("n=%d m=%d: rank %d logit %d, want %d", n, m, r, logit[r], table[margins[b]])
+				}
+			}
+		}
 	}
 }
