@@ -95,7 +95,7 @@ bash scripts/nginx-corpus.sh stop "$NGINX_STATE"
 "$GO" tool pprof -traces bin/crawler "$RUN/cpu-$RUNS.prof" >"$RUN/traces.txt" 2>/dev/null
 
 echo "== dedup micro and index benchmarks (-benchtime $BENCHTIME)" >&2
-"$GO" test -count=1 -run '^$' -bench 'Shingle|Sign2000|Minhash|SimhashPerFeature|SupershingleProbe|SimhashSearch' \
+"$GO" test -count=1 -run '^$' -bench 'Shingle|Sign2000|Minhash|SimhashPerFeature|SupershingleProbe|SimhashSearch|PSMLookups' \
 	-benchtime "$BENCHTIME" -timeout 30m ./dedup/ >"$RUN/bench-dedup.txt"
 echo "== growth: dedup index 10k -> 1M pages${HORSESHOE_BENCH_10M:+ -> 10M}" >&2
 "$GO" test -count=1 -run '^$' -bench 'IndexGrowth' -benchtime 20000x -timeout 60m ./dedup/ >"$RUN/bench-growth.txt"
