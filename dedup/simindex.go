@@ -180,9 +180,12 @@ func fixLogits(l *[256]float64) *[256]int64 {
 	return &t
 }
 
-// toFix is a logit in fixed point, clamped to [-1000, 0] so that sums of up
-// to 8 fit the frontier keys.
-func toFix(l float64) int64 { return int64(math.Round(min(max(l, -1000), 0) * voshFix)) }
+// toFix is a logit in fixed point, clamped to [-1000, 0) so that sums of up
+// to 8 fit the frontier keys and every flip lowers a set's score: a bit with
+// margin 0 has logit 0 (p = 1/2), and sets with and without it would tie,
+// leaving the order of single and multiple flips to the frontier's tie-break
+// (and making the lookups depend on how many bits were ranked).
+func toFix(l float64) int64 { return min(int64(math.Round(max(l, -1000)*voshFix)), -1) }
 
 // rankBits orders the bit positions by decreasing flip probability
 // (increasing margin; ties keep their order) and writes each rank's logit:
@@ -396,6 +399,9 @@ func (v *voshHeap) resetFix(fix []int64, h int) {
 }
 
 func (v *voshHeap) push(n voshNode, score int64) {
+	if len(v.sets) >= 1<<voshPosBits {
+		panic("dedup: VOSH frontier over 2^16 sets (budget above maxPSMBudget?)")
+	}
 	v.keys = append(v.keys, score<<voshPosBits|int64(len(v.sets)))
 	v.sets = append(v.sets, n)
 }

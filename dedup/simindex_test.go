@@ -199,9 +199,11 @@ func TestPSMBudgetAndEarlyStop(t *testing.T) {
 	}
 }
 
-// TestPSMRanksOnlyWhatTheBudgetReaches: ranking only the budget-1 most
-// probable header bits gives the same lookups, in the same order, as ranking
-// all t of them (margins distinct, so no two flip sets are equally probable).
+// TestPSMRanksOnlyWhatTheBudgetReaches: the lookups Search makes, which rank
+// only the budget-1 most probable header bits, are those of ranking all t of
+// them, in the same order: for distinct margins, for margins with many ties
+// and zeros (logit 0), and without margins, where every single flip must
+// come before any double.
 func TestPSMRanksOnlyWhatTheBudgetReaches(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	for _, n := range []int{1 << 12, 1 << 16} {
@@ -211,21 +213,42 @@ func TestPSMRanksOnlyWhatTheBudgetReaches(t *testing.T) {
 				p.Add(rng.Uint64(), uint32(i))
 			}
 			tb := int(p.idx.t)
-			for q := range 200 {
+			for q := range 300 {
 				var margins [64]uint8
-				for i, v := range rng.Perm(256)[:64] {
-					margins[i] = uint8(v)
+				switch q % 3 {
+				case 0: // distinct
+					for i, v := range rng.Perm(256)[:64] {
+						margins[i] = uint8(v)
+					}
+				case 1: // ties, a third of them zero
+					for i := range margins {
+						margins[i] = uint8(max(0, rng.IntN(6)-2) * 40)
+					}
+				}
+				mp := &margins
+				if q%3 == 2 {
+					mp = nil
 				}
 				fp := rng.Uint64()
 				for k := 1; k <= 3; k++ {
-					full := slices.Clone(p.lookups(fp, &margins, k, tb))
-					part := p.lookups(fp, &margins, k, budget-1)
-					if !slices.Equal(full, part) {
-						t.Fatalf("n=%d budget=%d k=%d query %d: lookups %x with %d bits ranked, %x with all %d",
-							n, budget, k, q, part, budget-1, full, tb)
+					full := slices.Clone(p.lookups(fp, mp, k, tb))
+					p.Search(fp, mp, k, func(uint32) bool { return true })
+					used := p.buf.hds
+					if !slices.Equal(full, used) {
+						t.Fatalf("n=%d budget=%d k=%d query %d: Search looked up %x, ranking all %d bits gives %x",
+							n, budget, k, q, used, tb, full)
 					}
-					if len(part) != min(budget, 1+flipSets(tb, k)) {
-						t.Fatalf("n=%d budget=%d k=%d: %d lookups, want %d", n, budget, k, len(part), min(budget, 1+flipSets(tb, k)))
+					if want := min(budget, 1+flipSets(tb, k)); len(used) != want {
+						t.Fatalf("n=%d budget=%d k=%d: %d lookups, want %d", n, budget, k, len(used), want)
+					}
+					if mp == nil {
+						// Without margins all bits are alike: single flips first.
+						own := p.idx.header(fp)
+						for i, hd := range used[1:min(len(used), 1+tb)] {
+							if bits.OnesCount32(hd^own) != 1 {
+								t.Fatalf("budget=%d k=%d: lookup %d flips %d bits before all single flips were made", budget, k, i+1, bits.OnesCount32(hd^own))
+							}
+						}
 					}
 				}
 			}

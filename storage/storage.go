@@ -135,7 +135,10 @@ func Open(dir string, o Options) (*DB, error) {
 	// 1M URLs known and 356 MB at 3M. With 1 it levels off, 237 MB at 1M and
 	// 241 MB at 3M (TestScaleBoundedRSS), and compactions are shorter (3M:
 	// 33 s against 69 s). The price is more table files (about one per MB of
-	// keys and small values); Go raises the open-file limit to the hard limit.
+	// keys and small values), each open and memory-mapped: Go raises the
+	// open-file limit to the hard limit, and Linux's default vm.max_map_count
+	// (65530) is reached at about 64 GB of tables, far beyond a crawl of
+	// 100 M URLs (about 8 GB).
 	bo.TableSizeMultiplier = 1
 	db, err := badger.Open(bo)
 	if err != nil {
