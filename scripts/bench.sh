@@ -71,6 +71,8 @@ run_wget() {
 		wget -r -np -l inf -E -nv -P "$out" -i "$RUN/seeds" 2>"$RUN/wget-$k.log" || true
 	count >"$RUN/e2e/wget-$k.requests"
 	find "$out" -type f -name '*.html' | wc -l >"$RUN/e2e/wget-$k.kept"
+	# wget keeps every HTML page it fetches.
+	cp "$RUN/e2e/wget-$k.kept" "$RUN/e2e/wget-$k.pages"
 }
 
 run_horseshoe() {
@@ -84,6 +86,7 @@ run_horseshoe() {
 	count >"$RUN/e2e/horseshoe-$k.requests"
 	bin/crawler report --data "$data" --format json --out "$RUN/report-$k.json" >/dev/null
 	"$RUN/benchtool" kept -report "$RUN/report-$k.json" >"$RUN/e2e/horseshoe-$k.kept"
+	"$RUN/benchtool" fetched -report "$RUN/report-$k.json" >"$RUN/e2e/horseshoe-$k.pages"
 }
 
 echo "== end to end: $RUNS runs each, alternating (corpus $ROOT)" >&2

@@ -103,6 +103,7 @@ func clock(s string) (time.Duration, error) {
 type Run struct {
 	Time     TimeStats
 	Requests int // requests the servers logged
+	Pages    int // HTML pages fetched (with content: unique and duplicates for Horseshoe, saved for wget)
 	Kept     int // HTML pages kept (unique for Horseshoe, saved for wget)
 }
 
@@ -112,9 +113,12 @@ type Summary struct {
 	Runs           int
 	Wall           time.Duration
 	Requests       int
+	Pages          int
 	Kept           int
-	PagesPerSec    float64 // requests per second of wall time
+	RequestsPerSec float64 // requests per second of wall time
 	CPUPer1000     float64 // CPU seconds (user+sys) per 1,000 requests
+	PagesPerSec    float64 // HTML pages fetched per second of wall time
+	CPUPer1000Page float64 // CPU seconds (user+sys) per 1,000 HTML pages fetched
 	MaxRSSMB       float64
 	WallMin, WallM time.Duration // min and max wall time over the runs
 }
@@ -125,25 +129,33 @@ func Summarize(tool string, runs []Run) (Summary, error) {
 		return Summary{}, fmt.Errorf("%w: no runs of %s", ErrFormat, tool)
 	}
 	s := Summary{Tool: tool, Runs: len(runs)}
-	var walls, reqs, kept, pps, cpu, rss []float64
+	var walls, reqs, pages, kept, rps, cpu, pps, cpuPage, rss []float64
 	for _, r := range runs {
 		w := r.Time.Wall.Seconds()
 		walls = append(walls, w)
 		reqs = append(reqs, float64(r.Requests))
+		pages = append(pages, float64(r.Pages))
 		kept = append(kept, float64(r.Kept))
 		if w > 0 {
-			pps = append(pps, float64(r.Requests)/w)
+			rps = append(rps, float64(r.Requests)/w)
+			pps = append(pps, float64(r.Pages)/w)
 		}
 		if r.Requests > 0 {
 			cpu = append(cpu, r.Time.CPU().Seconds()*1000/float64(r.Requests))
+		}
+		if r.Pages > 0 {
+			cpuPage = append(cpuPage, r.Time.CPU().Seconds()*1000/float64(r.Pages))
 		}
 		rss = append(rss, float64(r.Time.MaxRSSKB)/1024)
 	}
 	s.Wall = time.Duration(Median(walls) * float64(time.Second))
 	s.Requests = int(math.Round(Median(reqs)))
+	s.Pages = int(math.Round(Median(pages)))
 	s.Kept = int(math.Round(Median(kept)))
-	s.PagesPerSec = Median(pps)
+	s.RequestsPerSec = Median(rps)
 	s.CPUPer1000 = Median(cpu)
+	s.PagesPerSec = Median(pps)
+	s.CPUPer1000Page = Median(cpuPage)
 	s.MaxRSSMB = Median(rss)
 	s.WallMin = time.Duration(slices.Min(walls) * float64(time.Second))
 	s.WallM = time.Duration(slices.Max(walls) * float64(time.Second))
@@ -179,8 +191,11 @@ func CompareTable(a, b Summary) string {
 		a.Wall.Seconds(), a.WallMin.Seconds(), a.WallM.Seconds(), b.Wall.Seconds(), b.WallMin.Seconds(), b.WallM.Seconds(),
 		ratio(a.Wall.Seconds(), b.Wall.Seconds()))
 	fmt.Fprintf(&sb, "| requests sent (nginx logs) | %d | %d | %s |\n", a.Requests, b.Requests, ratio(float64(a.Requests), float64(b.Requests)))
+	fmt.Fprintf(&sb, "| HTML pages fetched | %d | %d | %s |\n", a.Pages, b.Pages, ratio(float64(a.Pages), float64(b.Pages)))
 	fmt.Fprintf(&sb, "| HTML pages kept | %d | %d | %s |\n", a.Kept, b.Kept, ratio(float64(a.Kept), float64(b.Kept)))
-	fmt.Fprintf(&sb, "| requests/s | %.0f | %.0f | %s |\n", a.PagesPerSec, b.PagesPerSec, ratio(a.PagesPerSec, b.PagesPerSec))
+	fmt.Fprintf(&sb, "| pages fetched/s | %.0f | %.0f | %s |\n", a.PagesPerSec, b.PagesPerSec, ratio(a.PagesPerSec, b.PagesPerSec))
+	fmt.Fprintf(&sb, "| requests/s | %.0f | %.0f | %s |\n", a.RequestsPerSec, b.RequestsPerSec, ratio(a.RequestsPerSec, b.RequestsPerSec))
+	fmt.Fprintf(&sb, "| CPU s per 1,000 pages fetched (user+sys) | %.2f | %.2f | %s |\n", a.CPUPer1000Page, b.CPUPer1000Page, ratio(a.CPUPer1000Page, b.CPUPer1000Page))
 	fmt.Fprintf(&sb, "| CPU s per 1,000 requests (user+sys) | %.2f | %.2f | %s |\n", a.CPUPer1000, b.CPUPer1000, ratio(a.CPUPer1000, b.CPUPer1000))
 	fmt.Fprintf(&sb, "| peak RSS (MB) | %.0f | %.1f | %s |\n", a.MaxRSSMB, b.MaxRSSMB, ratio(a.MaxRSSMB, b.MaxRSSMB))
 	return sb.String()

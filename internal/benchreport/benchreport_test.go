@@ -70,9 +70,9 @@ func TestMedian(t *testing.T) {
 
 func TestSummarize(t *testing.T) {
 	runs := []Run{
-		{Time: TimeStats{Wall: 10 * time.Second, User: 4 * time.Second, Sys: time.Second, MaxRSSKB: 2048}, Requests: 1000, Kept: 500},
-		{Time: TimeStats{Wall: 12 * time.Second, User: 5 * time.Second, Sys: time.Second, MaxRSSKB: 4096}, Requests: 1000, Kept: 500},
-		{Time: TimeStats{Wall: 20 * time.Second, User: 9 * time.Second, Sys: time.Second, MaxRSSKB: 1024}, Requests: 1000, Kept: 502},
+		{Time: TimeStats{Wall: 10 * time.Second, User: 4 * time.Second, Sys: time.Second, MaxRSSKB: 2048}, Requests: 1000, Pages: 800, Kept: 500},
+		{Time: TimeStats{Wall: 12 * time.Second, User: 5 * time.Second, Sys: time.Second, MaxRSSKB: 4096}, Requests: 1000, Pages: 750, Kept: 500},
+		{Time: TimeStats{Wall: 20 * time.Second, User: 9 * time.Second, Sys: time.Second, MaxRSSKB: 1024}, Requests: 1000, Pages: 900, Kept: 502},
 	}
 	s, err := Summarize("x", runs)
 	if err != nil {
@@ -84,14 +84,20 @@ func TestSummarize(t *testing.T) {
 	if s.WallMin != 10*time.Second || s.WallM != 20*time.Second {
 		t.Errorf("wall range %v-%v", s.WallMin, s.WallM)
 	}
-	if math.Abs(s.CPUPer1000-6) > 1e-9 || math.Abs(s.PagesPerSec-1000.0/12) > 1e-9 {
-		t.Errorf("cpu/1000 %v, pages/s %v", s.CPUPer1000, s.PagesPerSec)
+	if math.Abs(s.CPUPer1000-6) > 1e-9 || math.Abs(s.RequestsPerSec-1000.0/12) > 1e-9 {
+		t.Errorf("cpu/1000 requests %v, requests/s %v", s.CPUPer1000, s.RequestsPerSec)
+	}
+	// Per page, each run's own ratio, then the median: CPU 5, 6, 10 s over 800, 750, 900 pages
+	// (6.25, 8, 11.1 s per 1,000) in 10, 12, 20 s (80, 62.5, 45 pages/s).
+	if s.Pages != 800 || math.Abs(s.CPUPer1000Page-8) > 1e-9 || math.Abs(s.PagesPerSec-62.5) > 1e-9 {
+		t.Errorf("pages %d, cpu/1000 pages %v, pages/s %v", s.Pages, s.CPUPer1000Page, s.PagesPerSec)
 	}
 	if _, err := Summarize("none", nil); !errors.Is(err, ErrFormat) {
 		t.Errorf("no runs: err = %v", err)
 	}
 	table := CompareTable(s, s)
-	for _, want := range []string{"| wall time (s) | 12.00 (10.00-20.00)", "| requests sent (nginx logs) | 1000 | 1000 | 1.00 |"} {
+	for _, want := range []string{"| wall time (s) | 12.00 (10.00-20.00)", "| requests sent (nginx logs) | 1000 | 1000 | 1.00 |",
+		"| HTML pages fetched | 800 | 800 | 1.00 |", "| CPU s per 1,000 pages fetched (user+sys) | 8.00 | 8.00 | 1.00 |"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}

@@ -3,6 +3,7 @@
 //	benchtool corpus                      print the unpacked corpus root (internal/testweb.Corpus)
 //	benchtool seeds [-port N]             print the corpus seeds, one URL per line, from its MANIFEST
 //	benchtool kept -report FILE           print the unique page count of a `crawler report --format json`
+//	benchtool fetched -report FILE        print its count of HTML pages fetched (unique and duplicates)
 //	benchtool stages -traces FILE         print the CPU profile's share by stage (from pprof -traces)
 //	benchtool render -dir RUN -doc FILE   print the tables and rewrite the figures section of FILE
 package main
@@ -70,7 +71,13 @@ func run(_ context.Context, args []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "http://%s%s\n", host, m.Prefix)
 		}
 	case "kept":
-		n, err := uniquePages(*reportFile)
+		n, err := pageCount(*reportFile, "unique")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, n)
+	case "fetched":
+		n, err := pageCount(*reportFile, "unique", "exact_duplicate", "near_duplicate")
 		if err != nil {
 			return err
 		}
@@ -89,7 +96,9 @@ func run(_ context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-func uniquePages(name string) (int, error) {
+// pageCount is the number of pages of the given classes in a report (`crawler
+// report --format json`); the unique class must be present.
+func pageCount(name string, classes ...string) (int, error) {
 	b, err := os.ReadFile(name)
 	if err != nil {
 		return 0, fmt.Errorf("read report: %w", err)
@@ -102,9 +111,12 @@ func uniquePages(name string) (int, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return 0, fmt.Errorf("decode report %s: %w", name, err)
 	}
-	n, ok := r.Stats.ByClass["unique"]
-	if !ok {
+	if _, ok := r.Stats.ByClass["unique"]; !ok {
 		return 0, fmt.Errorf("report %s has no unique class count", name)
+	}
+	n := 0
+	for _, c := range classes {
+		n += r.Stats.ByClass[c]
 	}
 	return n, nil
 }
@@ -123,7 +135,7 @@ func stages(name string) ([]benchreport.StageShare, time.Duration, error) {
 	return rows, total, nil
 }
 
-// loadRuns reads RUN/e2e/TOOL-K.{time,requests,kept} for K = 1, 2, ...
+// loadRuns reads RUN/e2e/TOOL-K.{time,requests,pages,kept} for K = 1, 2, ...
 func loadRuns(dir, tool string) ([]benchreport.Run, error) {
 	var runs []benchreport.Run
 	for k := 1; ; k++ {
@@ -148,7 +160,11 @@ func loadRuns(dir, tool string) ([]benchreport.Run, error) {
 		if err != nil {
 			return nil, err
 		}
-		runs = append(runs, benchreport.Run{Time: t, Requests: req, Kept: kept})
+		pages, err := readInt(base + ".pages")
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, benchreport.Run{Time: t, Requests: req, Pages: pages, Kept: kept})
 	}
 	return runs, nil
 }
