@@ -100,9 +100,9 @@ func rssKB() int64 {
 // seen check, queue write in Badger, frontier push; then lease, release,
 // queue delete) when n URLs are already queued on a real Badger store in a
 // temporary directory. One op is one page: 50 new URLs enqueued and 50 leased.
-// 10 k, 100 k and 1 M queued URLs over 100 hosts.
+// 10 k, 100 k, 1 M and 3 M queued URLs over 100 hosts.
 func BenchmarkFrontierGrowth(b *testing.B) {
-	sizes := []int{10_000, 100_000, 1_000_000}
+	sizes := []int{10_000, 100_000, 1_000_000, 3_000_000}
 	if f := flag.Lookup("test.benchtime"); f != nil && f.Value.String() == "1x" {
 		sizes = sizes[:1] // make bench-smoke: keep it compiling and quick
 	}

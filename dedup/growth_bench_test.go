@@ -57,7 +57,8 @@ func heapInUse() uint64 {
 // map, 15 supershingle pair keys, PSM simhash probes, verification of the
 // candidates against stored sketches) when the detector already holds n pages,
 // and the memory the index holds per page. 10 k to 1 M pages; 10 M with
-// HORSESHOE_BENCH_10M=1 (about 9 GB). One op is one page; 1 in 10 pages is a
+// HORSESHOE_BENCH_10M=1 (about 10 GB live; make bench runs it when 16 GB are
+// available). One op is one page; 1 in 10 pages is a
 // planted near-duplicate of an indexed page.
 func BenchmarkIndexGrowth(b *testing.B) {
 	sizes := []int{10_000, 100_000, 1_000_000}
