@@ -139,7 +139,7 @@ func (p *PSM) lookups(fp uint64, margins *[64]uint8, k, m int) []uint32 {
 		}
 		rankBits(buf.order[:t], buf.logit[:m], margins, p.logits)
 		v := &buf.heap
-		v.resetFix(buf.logit[:m], min(k, m))
+		v.reset(buf.logit[:m], min(k, m))
 		for len(hds) < p.budget {
 			set, ok := v.next()
 			if !ok {
@@ -372,18 +372,9 @@ const (
 	maxPSMBudget = 1 << 12
 )
 
-// reset starts an enumeration over logit (non-increasing, at most 64 ranks)
-// with subsets of at most h ranks.
-func (v *voshHeap) reset(logit []float64, h int) {
-	var fix [64]int64
-	for i, l := range logit {
-		fix[i] = toFix(l)
-	}
-	v.resetFix(fix[:len(logit)], h)
-}
-
-// resetFix is reset with the logits in fixed point (toFix).
-func (v *voshHeap) resetFix(fix []int64, h int) {
+// reset starts an enumeration over fix, the ranks' logits in fixed point
+// (toFix; non-increasing, at most 64 ranks), with subsets of at most h ranks.
+func (v *voshHeap) reset(fix []int64, h int) {
 	v.b = copy(v.fix[:], fix)
 	v.keys, v.sets = v.keys[:0], v.sets[:0]
 	for size := 1; size <= min(h, 8, v.b); size++ {

@@ -88,8 +88,12 @@ func TestVOSHEnumeratesEverySubsetOnceInOrder(t *testing.T) {
 				logit[i] = -rng.Float64() * 10
 			}
 			sort.Sort(sort.Reverse(sort.Float64Slice(logit)))
+			fix := make([]int64, b)
+			for i, l := range logit {
+				fix[i] = toFix(l)
+			}
 			var v voshHeap
-			v.reset(logit, h)
+			v.reset(fix, h)
 			seen := map[uint64]bool{}
 			prev := 1e300
 			for {

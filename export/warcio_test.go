@@ -22,17 +22,6 @@ import (
 // $HORSESHOE_WARCIO (the path of its warcio command) or installed by
 // scripts/install-test-deps.sh into a cache directory outside the repository.
 
-// warcioBin returns the warcio command, or skips the test saying why.
-func warcioBin(tb testing.TB) string {
-	tb.Helper()
-	testtools.Node(tb)
-	bin := testtools.Installed(tb, "HORSESHOE_WARCIO", "install-test-deps.sh")
-	if _, err := os.Stat(bin); err != nil {
-		testtools.Missing(tb, "warcio at %q: %v", bin, err)
-	}
-	return bin
-}
-
 // warcioRun runs the warcio command and returns its stdout; anything on
 // stderr (warcio warns there about malformed records) fails the test.
 func warcioRun(tb testing.TB, bin string, args ...string) []byte {
@@ -122,7 +111,7 @@ func fillStore(tb testing.TB, fps []fixturePage) *storage.DB {
 }
 
 func TestWARCWithWarcio(t *testing.T) {
-	bin := warcioBin(t)
+	bin := testtools.Warcio(t)
 	fps := fixture()
 	db := fillStore(t, fps)
 	path := filepath.Join(t.TempDir(), "crawl.warc.gz")

@@ -635,20 +635,9 @@ func (d *Detector) WantSample(key string) bool {
 // compared with origURL, a page just fetched on either of its sides: a copy
 // waiting on origURL may then be fetched (SampleKey says under which).
 func (d *Detector) WantsSamples(origURL string) bool {
-	o := originOf(origURL)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for _, c := range d.byOrigin[o] {
-		if !d.sampling(c) {
-			continue
-		}
-		for _, s := range []Side{SideA, SideB} {
-			if _, ok := c.mapFrom(s).Apply(origURL); ok {
-				return true
-			}
-		}
-	}
-	return false
+	return d.samplingCandidate(origURL, func(string) bool { return true }) != nil
 }
 
 // SampleKey returns the undecided candidate, under its sample cap, that maps
@@ -656,20 +645,28 @@ func (d *Detector) WantsSamples(origURL string) bool {
 // in either direction. The caller fetches the copy and then counts the sample
 // with WantSample(key) (samples are counted only when really fetched).
 func (d *Detector) SampleKey(copyURL, origURL string) (string, bool) {
-	o := originOf(copyURL)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for _, c := range d.byOrigin[o] {
+	if c := d.samplingCandidate(copyURL, func(cp string) bool { return cp == origURL }); c != nil {
+		return c.Key, true
+	}
+	return "", false
+}
+
+// samplingCandidate returns the first candidate taking samples that maps u,
+// from either side, onto a URL want accepts. d.mu is held.
+func (d *Detector) samplingCandidate(u string, want func(mapped string) bool) *Candidate {
+	for _, c := range d.byOrigin[originOf(u)] {
 		if !d.sampling(c) {
 			continue
 		}
 		for _, s := range []Side{SideA, SideB} {
-			if cp, ok := c.mapFrom(s).Apply(copyURL); ok && cp == origURL {
-				return c.Key, true
+			if m, ok := c.mapFrom(s).Apply(u); ok && want(m) {
+				return c
 			}
 		}
 	}
-	return "", false
+	return nil
 }
 
 // sampling reports whether c is undecided, not rejected and under its cap

@@ -542,10 +542,16 @@ func (t *Tx) PutSkipped(p *Page) error {
 
 // GetSkipped returns the skip record of u, or nil if u has none.
 func (t *Tx) GetSkipped(u string) (*Page, error) {
-	item, err := t.txn.Get([]byte("k/" + u))
+	p, err := t.pageAt([]byte("k/" + u))
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, nil
 	}
+	return p, err
+}
+
+// pageAt reads the page record stored under k (badger.ErrKeyNotFound if none).
+func (t *Tx) pageAt(k []byte) (*Page, error) {
+	item, err := t.txn.Get(k)
 	if err != nil {
 		return nil, err
 	}
@@ -567,16 +573,11 @@ func (t *Tx) DeleteSkipped(u string) error {
 
 // GetPage reads a page record inside the transaction.
 func (t *Tx) GetPage(id uint64) (*Page, error) {
-	item, err := t.txn.Get(idKey('p', id))
+	p, err := t.pageAt(idKey('p', id))
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, ErrNotFound
 	}
-	if err != nil {
-		return nil, err
-	}
-	var p Page
-	err = item.Value(func(v []byte) error { return json.Unmarshal(v, &p) })
-	return &p, err
+	return p, err
 }
 
 // PutMeta stores a metadata value inside the transaction.

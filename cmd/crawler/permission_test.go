@@ -9,8 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
 )
 
 // TestPermissionDenied: a data dir the crawler may not read or write stops
@@ -19,16 +17,7 @@ import (
 // (uid 65534) against a data dir that only root may enter.
 func TestPermissionDenied(t *testing.T) {
 	bin := buildSignalCrawler(t)
-	w, err := testweb.Start(filepath.Join("..", "..", "testdata", "demo"), testweb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	data := filepath.Join(t.TempDir(), "data")
-	seeds := demoSeeds(t, w)
-	if code, stderr := runBin(t, bin, append([]string{"crawl", "--data", data, "--delay", "0", "--quiet"}, seeds...)...); code != 0 {
-		t.Fatalf("first crawl: exit %d: %s", code, stderr)
-	}
+	data := crawledDemo(t, bin)
 	before := snapshot(t, data)
 
 	// A copy of the binary anyone may run, in a directory anyone may enter.

@@ -42,18 +42,36 @@ func demoSeeds(t *testing.T, w *testweb.Web) []string {
 	return seeds
 }
 
+// startDemo serves the demo web on loopback for the test and returns it with
+// its seeds.
+func startDemo(t *testing.T) (*testweb.Web, []string) {
+	t.Helper()
+	w, err := testweb.Start(filepath.Join("..", "..", "testdata", "demo"), testweb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w, demoSeeds(t, w)
+}
+
+// crawledDemo crawls the demo web once with bin and returns the data dir.
+func crawledDemo(t *testing.T, bin string) string {
+	t.Helper()
+	_, seeds := startDemo(t)
+	data := filepath.Join(t.TempDir(), "data")
+	if code, stderr := runBin(t, bin, append([]string{"crawl", "--data", data, "--delay", "0", "--quiet"}, seeds...)...); code != 0 {
+		t.Fatalf("first crawl: exit %d: %s", code, stderr)
+	}
+	return data
+}
+
 // TestInterruptStopsCleanlyAndResumes: the first Ctrl-C lets pages in flight
 // finish and exits 0; running crawl again on the same data dir resumes and
 // finishes without requesting any URL twice. Two Ctrl-Cs exit at once and
 // leave a store that opens cleanly.
 func TestInterruptStopsCleanlyAndResumes(t *testing.T) {
 	bin := buildSignalCrawler(t)
-	w, err := testweb.Start(filepath.Join("..", "..", "testdata", "demo"), testweb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	seeds := demoSeeds(t, w)
+	w, seeds := startDemo(t)
 	data := filepath.Join(t.TempDir(), "data")
 	args := append([]string{"crawl", "--data", data, "--delay", "250ms", "--quiet"}, seeds...)
 

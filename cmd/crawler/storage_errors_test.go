@@ -89,16 +89,7 @@ func oneLine(t *testing.T, stderr string) string {
 // crawl with one clear line and exit 1, and nothing in it is changed.
 func TestCorruptDataDir(t *testing.T) {
 	bin := buildSignalCrawler(t)
-	w, err := testweb.Start(filepath.Join("..", "..", "testdata", "demo"), testweb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	data := filepath.Join(t.TempDir(), "data")
-	seeds := demoSeeds(t, w)
-	if code, stderr := runBin(t, bin, append([]string{"crawl", "--data", data, "--delay", "0", "--quiet"}, seeds...)...); code != 0 {
-		t.Fatalf("first crawl: exit %d: %s", code, stderr)
-	}
+	data := crawledDemo(t, bin)
 	manifest := filepath.Join(data, "MANIFEST")
 	b, err := os.ReadFile(manifest)
 	if err != nil {

@@ -188,7 +188,7 @@ func TestCorpusWARCExport(t *testing.T) {
 	}
 	t.Logf("corpus WARC: %d bytes, records %v", len(data), count)
 
-	bin := warcioCommand(t)
+	bin := testtools.Warcio(t)
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(bin, "index", path)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -198,12 +198,4 @@ func TestCorpusWARCExport(t *testing.T) {
 	if lines := strings.Count(stdout.String(), "\n"); lines != n {
 		t.Errorf("warcio index lists %d records, we wrote %d", lines, n)
 	}
-}
-
-// warcioCommand finds warcio through $HORSESHOE_WARCIO or
-// scripts/install-test-deps.sh, or skips.
-func warcioCommand(t *testing.T) string {
-	t.Helper()
-	testtools.Node(t)
-	return testtools.Installed(t, "HORSESHOE_WARCIO", "install-test-deps.sh")
 }

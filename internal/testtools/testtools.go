@@ -63,6 +63,18 @@ func Installed(tb testing.TB, env, script string) string {
 	return out
 }
 
+// Warcio returns the warcio command (node and the npm package warcio, from
+// $HORSESHOE_WARCIO or scripts/install-test-deps.sh).
+func Warcio(tb testing.TB) string {
+	tb.Helper()
+	Node(tb)
+	bin := Installed(tb, "HORSESHOE_WARCIO", "install-test-deps.sh")
+	if _, err := os.Stat(bin); err != nil {
+		Missing(tb, "warcio at %q: %v", bin, err)
+	}
+	return bin
+}
+
 // repoRoot walks up from the working directory to the directory of go.mod.
 func repoRoot() (string, error) {
 	dir, err := os.Getwd()
