@@ -424,6 +424,9 @@ func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
 		return
 	}
 	p.Title, p.Lang, p.Canonical = doc.Title, doc.Lang, doc.Canonical
+	if code, conf, ok := parse.DetectLanguage(doc.Text); ok {
+		p.TextLang, p.TextLangConf = code, conf
+	}
 	p.NoIndex, p.NoFollow = doc.NoIndex, doc.NoFollow
 	for _, v := range res.Header.Values("X-Robots-Tag") {
 		ni, nf := parse.RobotsDirectives(v, e.o.RobotsAgent)

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/storage"
@@ -42,13 +44,19 @@ type Record struct {
 	ContentType string    `json:"content_type"`
 	Title       string    `json:"title"`
 	Text        string    `json:"text"`
-	Language    string    `json:"language,omitempty"`
-	SHA256      string    `json:"sha256,omitempty"`
-	Simhash     string    `json:"simhash,omitempty"`
-	Cluster     string    `json:"cluster"`
-	Class       string    `json:"class"`
-	DuplicateOf string    `json:"duplicate_of,omitempty"`
-	Duplicates  []Member  `json:"duplicates"`
+	// Language is identified from the text when that is reliable
+	// (LanguageSource "text", with LanguageConfidence), else the primary
+	// subtag of <html lang> (LanguageSource "html"); omitted when neither.
+	Language           string   `json:"language,omitempty"`
+	LanguageSource     string   `json:"language_source,omitempty"`
+	LanguageConfidence float64  `json:"language_confidence,omitempty"`
+	LanguageDeclared   string   `json:"language_declared,omitempty"` // <html lang> as written
+	SHA256             string   `json:"sha256,omitempty"`
+	Simhash            string   `json:"simhash,omitempty"`
+	Cluster            string   `json:"cluster"`
+	Class              string   `json:"class"`
+	DuplicateOf        string   `json:"duplicate_of,omitempty"`
+	Duplicates         []Member `json:"duplicates"`
 }
 
 // JSONL writes one object per unique page (its cluster's representative:
@@ -119,7 +127,15 @@ func JSONL(w io.Writer, st Store, o JSONLOptions) (int, error) {
 func record(p *storage.Page, text string) Record {
 	r := Record{
 		URL: p.URL, FinalURL: p.URL, FetchedAt: p.FetchedAt, Status: p.Status, ContentType: p.ContentType,
-		Title: p.Title, Text: text, Language: p.Lang, SHA256: p.SHA256, Class: p.Class, DuplicateOf: p.DuplicateOf,
+		Title: p.Title, Text: text, SHA256: p.SHA256, Class: p.Class, DuplicateOf: p.DuplicateOf,
+		LanguageDeclared: p.Lang,
+	}
+	switch decl := primaryLanguage(p.Lang); {
+	case p.TextLang != "":
+		r.Language, r.LanguageSource = p.TextLang, "text"
+		r.LanguageConfidence = math.Round(p.TextLangConf*1000) / 1000
+	case decl != "":
+		r.Language, r.LanguageSource = decl, "html"
 	}
 	if p.FinalURL != "" {
 		r.FinalURL = p.FinalURL
@@ -133,4 +149,23 @@ func record(p *storage.Page, text string) Record {
 	}
 	r.Cluster = strconv.FormatUint(cluster, 10)
 	return r
+}
+
+// primaryLanguage is the primary subtag of a language tag such as an
+// <html lang> value ("en-US" -> "en"), lower-cased; "" when the tag is not
+// one (empty, or not letters).
+func primaryLanguage(tag string) string {
+	tag = strings.ToLower(strings.TrimSpace(tag))
+	if i := strings.IndexAny(tag, "-_"); i >= 0 {
+		tag = tag[:i]
+	}
+	if len(tag) < 2 || len(tag) > 8 {
+		return ""
+	}
+	for _, c := range tag {
+		if c < 'a' || c > 'z' {
+			return ""
+		}
+	}
+	return tag
 }

@@ -40,13 +40,14 @@ func sniffHTML(body []byte) bool {
 	return isHTMLType(mediaType(http.DetectContentType(body)))
 }
 
-// toUTF8 converts an HTML body to UTF-8. The encoding is taken, in order, from a byte-order mark
+// ToUTF8 converts an HTML body to UTF-8. The encoding is taken, in order, from a byte-order mark
 // (which the HTML standard ranks first), the Content-Type charset parameter, a <meta> declaration in
 // the first 1024 bytes, then sniffing: UTF-8 when the whole body is valid UTF-8, otherwise the
 // chardet guess on the first 64 KiB when it is confident, otherwise windows-1252 (the web's
-// default). Invalid sequences become U+FFFD. The result shares raw when no conversion is needed.
+// default). A declared UTF-8 that the bytes contradict (mostlyUTF8) is passed over for the
+// next source. Invalid sequences become U+FFFD. The result shares raw when no conversion is needed.
 // The second result is the name of the encoding used.
-func toUTF8(raw []byte, contentType string) ([]byte, string) {
+func ToUTF8(raw []byte, contentType string) ([]byte, string) {
 	enc, name := detectHTMLEncoding(raw, contentType)
 	if name == "utf-8" {
 		body := bytes.TrimPrefix(raw, []byte("\xEF\xBB\xBF"))
@@ -75,12 +76,18 @@ func detectHTMLEncoding(raw []byte, contentType string) (encoding.Encoding, stri
 	case bytes.HasPrefix(raw, []byte("\xFF\xFE")):
 		return unicode.UTF16(unicode.LittleEndian, unicode.ExpectBOM), "utf-16le"
 	}
+	// A declared UTF-8 that most of the non-ASCII bytes contradict is a
+	// server default (Go's and many others' "text/html; charset=utf-8" on a
+	// legacy-encoded file), not the document's encoding: the next source is
+	// asked instead. Browsers follow the header and show mojibake; a text
+	// corpus should not.
+	utf8OK := mostlyUTF8(raw)
 	if _, params, err := mime.ParseMediaType(contentType); err == nil {
-		if e, name := lookupCharset(params["charset"]); e != nil {
+		if e, name := lookupCharset(params["charset"]); e != nil && (name != "utf-8" || utf8OK) {
 			return e, name
 		}
 	}
-	if e, name := lookupCharset(metaCharset(raw)); e != nil {
+	if e, name := lookupCharset(metaCharset(raw)); e != nil && (name != "utf-8" || utf8OK) {
 		return e, name
 	}
 	if utf8.Valid(raw) {
@@ -93,6 +100,29 @@ func detectHTMLEncoding(raw []byte, contentType string) (encoding.Encoding, stri
 		}
 	}
 	return charmap.Windows1252, "windows-1252"
+}
+
+// mostlyUTF8 reports whether the first 64 KiB of raw are UTF-8 as far as
+// their non-ASCII bytes tell: false when at least 8 sequences and over a
+// fifth of them are invalid (a UTF-8 page with a stray byte passes; a page in
+// EUC-KR or windows-1252 does not).
+func mostlyUTF8(raw []byte) bool {
+	raw = raw[:min(len(raw), 64<<10)]
+	valid, invalid := 0, 0
+	for i := 0; i < len(raw); {
+		if raw[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(raw[i:])
+		if r == utf8.RuneError && n == 1 {
+			invalid++
+		} else {
+			valid++
+		}
+		i += n
+	}
+	return invalid < 8 || invalid*5 <= valid+invalid
 }
 
 // lookupCharset resolves a WHATWG encoding label. A UTF-16 label found in a header or <meta> of a

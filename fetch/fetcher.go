@@ -87,7 +87,7 @@ func New(o Options, logger *slog.Logger) (*Fetcher, error) {
 	c.URLFilters = nil
 	c.DisallowedURLFilters = nil
 	c.CacheDir = ""
-	c.DetectCharset = false // charset handled by toUTF8, which keeps the raw bytes
+	c.DetectCharset = false // charset handled by ToUTF8, which keeps the raw bytes
 	c.CheckHead = false
 	c.TraceHTTP = false
 	c.MaxBodySize = int(o.MaxBodySize + 1) // one more byte than allowed tells us the body was larger
@@ -215,7 +215,7 @@ func (f *Fetcher) do(parent context.Context, rawURL string, maxRedirects int, ma
 		res.IsHTML = sniffHTML(raw)
 	}
 	if res.IsHTML {
-		res.Body, res.Charset = toUTF8(raw, header.Get("Content-Type"))
+		res.Body, res.Charset = ToUTF8(raw, header.Get("Content-Type"))
 	}
 	log.Debug("fetched", LogKeyStatus, res.Status, LogKeyBytes, len(raw), LogKeyDuration, dur)
 	if truncated {

@@ -112,6 +112,9 @@ func TestFetchRecordsResponse(t *testing.T) {
 	}
 }
 
+// eucKR is "아파치 웹서버 문서입니다 한국어" in EUC-KR.
+const eucKR = "\xbe\xc6\xc6\xc4\xc4\xa1\x20\xc0\xa5\xbc\xad\xb9\xf6\x20\xb9\xae\xbc\xad\xc0\xd4\xb4\xcf\xb4\xd9\x20\xc7\xd1\xb1\xb9\xbe\xee"
+
 func TestFetchCharsetAndType(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -128,6 +131,14 @@ func TestFetchCharsetAndType(t *testing.T) {
 		{"header beats meta", "text/html; charset=utf-8", `<meta charset="iso-8859-2"><p>ą</p>`, `<meta charset="iso-8859-2"><p>ą</p>`, "text/html", true, "utf-8"},
 		{"sniff utf-8 late", "text/html", strings.Repeat("a", 2000) + "ü", strings.Repeat("a", 2000) + "ü", "text/html", true, "utf-8"},
 		{"invalid utf-8 replaced", "text/html; charset=utf-8", "a\xffb", "a\uFFFDb", "text/html", true, "utf-8"},
+		// A server's default "charset=utf-8" on a legacy-encoded file: the bytes contradict it, the meta decides.
+		{"header utf-8 contradicted", "text/html; charset=utf-8", `<meta http-equiv="Content-Type" content="text/html; charset=EUC-KR"><p>` + eucKR + `</p>`,
+			`<meta http-equiv="Content-Type" content="text/html; charset=EUC-KR"><p>아파치 웹서버 문서입니다 한국어</p>`, "text/html", true, "euc-kr"},
+		{"meta utf-8 contradicted, sniffed", "text/html", `<meta charset="utf-8"><p>` + eucKR + " " + eucKR + `</p>`,
+			`<meta charset="utf-8"><p>아파치 웹서버 문서입니다 한국어 아파치 웹서버 문서입니다 한국어</p>`, "text/html", true, "euc-kr"},
+		// UTF-8 with one stray byte is still UTF-8, whatever the meta says.
+		{"utf-8 with a stray byte", "text/html; charset=utf-8", `<meta charset="iso-8859-1"><p>` + strings.Repeat("ü", 20) + "\xff</p>",
+			`<meta charset="iso-8859-1"><p>` + strings.Repeat("ü", 20) + "\uFFFD</p>", "text/html", true, "utf-8"},
 		{"bom utf-8", "text/html; charset=iso-8859-1", "\xEF\xBB\xBFü", "ü", "text/html", true, "utf-8"},
 		{"xhtml", "application/xhtml+xml; charset=UTF-8", "<html/>", "<html/>", "application/xhtml+xml", true, "utf-8"},
 		{"no content-type sniffed html", "-", "<!DOCTYPE html><html><p>x</p></html>", "<!DOCTYPE html><html><p>x</p></html>", "", true, "utf-8"},
@@ -808,7 +819,7 @@ func BenchmarkToUTF8(b *testing.B) {
 	b.SetBytes(int64(len(raw)))
 	b.ReportAllocs()
 	for b.Loop() {
-		toUTF8(raw, "text/html; charset=windows-1252")
+		ToUTF8(raw, "text/html; charset=windows-1252")
 	}
 }
 

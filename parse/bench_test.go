@@ -52,3 +52,16 @@ func BenchmarkParse(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDetectLanguage: identifying a page's language from its text (the
+// first LanguageSample bytes), per page.
+func BenchmarkDetectLanguage(b *testing.B) {
+	for _, bt := range benchTexts {
+		b.Run(bt.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				DetectLanguage(bt.text)
+			}
+		})
+	}
+}

@@ -781,39 +781,44 @@ func (b badgerLogger) Debugf(f string, a ...any)   { b.l.Debug(strings.TrimSpace
 
 // Page is the record of one URL the crawl dealt with, fetched or not.
 type Page struct {
-	ID          uint64    `json:"id"`
-	URL         string    `json:"url"`
-	FinalURL    string    `json:"final_url,omitempty"`
-	Host        string    `json:"host"`
-	Depth       int       `json:"depth"`
-	Via         string    `json:"via,omitempty"`
-	Status      int       `json:"status"`
-	ContentType string    `json:"content_type,omitempty"`
-	Title       string    `json:"title,omitempty"`
-	Lang        string    `json:"lang,omitempty"`
-	Class       string    `json:"class"`
-	DuplicateOf string    `json:"duplicate_of,omitempty"`
-	OriginalID  uint64    `json:"original_id,omitempty"`
-	Similarity  float64   `json:"similarity,omitempty"`
-	Method      string    `json:"method,omitempty"`
-	FetchedAt   time.Time `json:"fetched_at"`
-	DurationMS  float64   `json:"duration_ms,omitempty"`
-	Error       string    `json:"error,omitempty"`
-	ErrorClass  string    `json:"error_class,omitempty"`
-	RemoteIP    string    `json:"remote_ip,omitempty"`
-	Redirects   []string  `json:"redirects,omitempty"`
-	Canonical   string    `json:"canonical,omitempty"`
-	NoIndex     bool      `json:"noindex,omitempty"`
-	NoFollow    bool      `json:"nofollow,omitempty"`
-	Words       int       `json:"words,omitempty"`
-	Links       int       `json:"links,omitempty"`
-	Bytes       int       `json:"bytes,omitempty"`
-	SHA256      string    `json:"sha256,omitempty"`
-	SHA1        string    `json:"sha1,omitempty"` // base32, as WARC-Payload-Digest
-	Simhash     uint64    `json:"simhash,omitempty"`
-	Shape       uint64    `json:"shape,omitempty"`  // mirror.Shape: token stream with numbers masked
-	Verify      bool      `json:"verify,omitempty"` // fetched for a mirror decision's verification stream
-	HasRaw      bool      `json:"has_raw,omitempty"`
+	ID          uint64 `json:"id"`
+	URL         string `json:"url"`
+	FinalURL    string `json:"final_url,omitempty"`
+	Host        string `json:"host"`
+	Depth       int    `json:"depth"`
+	Via         string `json:"via,omitempty"`
+	Status      int    `json:"status"`
+	ContentType string `json:"content_type,omitempty"`
+	Title       string `json:"title,omitempty"`
+	Lang        string `json:"lang,omitempty"` // <html lang>, as declared
+	// TextLang is the language identified from the visible text (ISO 639-1,
+	// or 639-3 where there is none), "" when not reliably identified;
+	// TextLangConf is the identifier's confidence.
+	TextLang     string    `json:"text_lang,omitempty"`
+	TextLangConf float64   `json:"text_lang_conf,omitempty"`
+	Class        string    `json:"class"`
+	DuplicateOf  string    `json:"duplicate_of,omitempty"`
+	OriginalID   uint64    `json:"original_id,omitempty"`
+	Similarity   float64   `json:"similarity,omitempty"`
+	Method       string    `json:"method,omitempty"`
+	FetchedAt    time.Time `json:"fetched_at"`
+	DurationMS   float64   `json:"duration_ms,omitempty"`
+	Error        string    `json:"error,omitempty"`
+	ErrorClass   string    `json:"error_class,omitempty"`
+	RemoteIP     string    `json:"remote_ip,omitempty"`
+	Redirects    []string  `json:"redirects,omitempty"`
+	Canonical    string    `json:"canonical,omitempty"`
+	NoIndex      bool      `json:"noindex,omitempty"`
+	NoFollow     bool      `json:"nofollow,omitempty"`
+	Words        int       `json:"words,omitempty"`
+	Links        int       `json:"links,omitempty"`
+	Bytes        int       `json:"bytes,omitempty"`
+	SHA256       string    `json:"sha256,omitempty"`
+	SHA1         string    `json:"sha1,omitempty"` // base32, as WARC-Payload-Digest
+	Simhash      uint64    `json:"simhash,omitempty"`
+	Shape        uint64    `json:"shape,omitempty"`  // mirror.Shape: token stream with numbers masked
+	Verify       bool      `json:"verify,omitempty"` // fetched for a mirror decision's verification stream
+	HasRaw       bool      `json:"has_raw,omitempty"`
 }
 
 // Page classes.

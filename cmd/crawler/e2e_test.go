@@ -269,6 +269,12 @@ func mirrorReported(d *report.Data, ip string) bool {
 	return false
 }
 
+// primaryTag is the primary subtag of a language tag, lower-cased.
+func primaryTag(tag string) string {
+	tag, _, _ = strings.Cut(strings.ToLower(strings.TrimSpace(tag)), "-")
+	return tag
+}
+
 func TestCorpusJSONLExport(t *testing.T) {
 	c := crawlCorpus(t)
 	out := filepath.Join(t.TempDir(), "pages.jsonl")
@@ -285,10 +291,16 @@ func TestCorpusJSONLExport(t *testing.T) {
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	lines := 0
 	urls := map[string]bool{}
+	textLang := map[string]int{}
+	declared, agree, long := 0, 0, 0
 	for sc.Scan() {
 		var r struct {
 			URL, Title, Text string
 			Status           int
+			Language         string  `json:"language"`
+			LanguageSource   string  `json:"language_source"`
+			LanguageConf     float64 `json:"language_confidence"`
+			LanguageDeclared string  `json:"language_declared"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatalf("line %d: %v", lines+1, err)
@@ -298,9 +310,59 @@ func TestCorpusJSONLExport(t *testing.T) {
 		}
 		urls[r.URL] = true
 		lines++
+		// Language: from the text where reliable, else <html lang>.
+		switch r.LanguageSource {
+		case "text":
+			textLang[r.Language]++
+			if r.LanguageConf <= 0 || r.LanguageConf > 1 {
+				t.Errorf("%s: language confidence %v", r.URL, r.LanguageConf)
+			}
+			if d := primaryTag(r.LanguageDeclared); d != "" {
+				declared++
+				if d == r.Language {
+					agree++
+				}
+			}
+		case "html":
+			if r.Language != primaryTag(r.LanguageDeclared) || r.Language == "" {
+				t.Errorf("%s: language %q from html, declared %q", r.URL, r.Language, r.LanguageDeclared)
+			}
+		case "":
+			if r.Language != "" {
+				t.Errorf("%s: language %q without a source", r.URL, r.Language)
+			}
+			if len(r.Text) > 2000 {
+				long++
+			}
+		default:
+			t.Errorf("%s: language source %q", r.URL, r.LanguageSource)
+		}
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
+	}
+	// The corpus is mostly English documentation, with Apache manual
+	// translations (French, Japanese, Korean, Turkish, Portuguese, Chinese,
+	// ...; the Korean ones in EUC-KR, served as "charset=utf-8" by Go's file
+	// server) and a few other languages.
+	detected := 0
+	for _, n := range textLang {
+		detected += n
+	}
+	t.Logf("languages from text: %v; %d of %d agree with <html lang>; %d long pages without one", textLang, agree, declared, long)
+	if detected < lines*8/10 {
+		t.Errorf("language identified from the text of %d of %d pages, want 80%%", detected, lines)
+	}
+	if declared == 0 || agree < declared*95/100 {
+		t.Errorf("text language agrees with <html lang> on %d of %d pages, want 95%%", agree, declared)
+	}
+	for _, l := range []string{"en", "fr", "ja", "ko", "zh", "tr", "pt"} {
+		if textLang[l] == 0 {
+			t.Errorf("no page identified as %q (%v)", l, textLang)
+		}
+	}
+	if long > lines/50 {
+		t.Errorf("%d pages with over 2,000 bytes of text have no language", long)
 	}
 	if want := c.report.Stats.ByClass["unique"]; lines != want {
 		t.Errorf("JSONL has %d lines, the report counts %d unique pages", lines, want)

@@ -20,11 +20,11 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/configs"
 	"github.com/horseshoe-crawler/horseshoe/crawl"
 	"github.com/horseshoe-crawler/horseshoe/dedup"
+	"github.com/horseshoe-crawler/horseshoe/fetch"
 	"github.com/horseshoe-crawler/horseshoe/internal/dedupeval"
 	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
 	"github.com/horseshoe-crawler/horseshoe/parse"
 	"github.com/horseshoe-crawler/horseshoe/storage"
-	"golang.org/x/net/html/charset"
 )
 
 // Crawl-level quality measures of issue #3, on the real corpus:
@@ -622,18 +622,14 @@ func reparseMatches(db *storage.DB, p *storage.Page, tokens []string) (bool, err
 	if err != nil {
 		return false, fmt.Errorf("raw response of %s: %w", p.URL, err)
 	}
-	// The crawl parsed the body converted to UTF-8 (fetch's toUTF8); convert
-	// it the same way (BOM, Content-Type charset, <meta>, then a default).
-	utf8Body, err := charset.NewReader(resp.Body, resp.Header.Get("Content-Type"))
-	if err != nil {
-		resp.Body.Close()
-		return false, fmt.Errorf("charset of %s: %w", p.URL, err)
-	}
-	body, err := io.ReadAll(utf8Body)
+	// The crawl parsed the body converted to UTF-8 by fetch.ToUTF8; convert
+	// it the same way (BOM, Content-Type charset, <meta>, then sniffing).
+	rawBody, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil {
 		return false, fmt.Errorf("raw body of %s: %w", p.URL, err)
 	}
+	body, _ := fetch.ToUTF8(rawBody, resp.Header.Get("Content-Type"))
 	base := p.URL
 	if p.FinalURL != "" {
 		base = p.FinalURL
