@@ -152,14 +152,14 @@ func record(p *storage.Page, text string) Record {
 }
 
 // primaryLanguage is the primary subtag of a language tag such as an
-// <html lang> value ("en-US" -> "en"), lower-cased; "" when the tag is not
-// one (empty, or not letters).
+// <html lang> value ("en-US" -> "en"), lower-cased; "" when the tag has no
+// ISO 639 primary subtag (two or three letters; "und" is undetermined).
 func primaryLanguage(tag string) string {
 	tag = strings.ToLower(strings.TrimSpace(tag))
 	if i := strings.IndexAny(tag, "-_"); i >= 0 {
 		tag = tag[:i]
 	}
-	if len(tag) < 2 || len(tag) > 8 {
+	if len(tag) < 2 || len(tag) > 3 || tag == "und" {
 		return ""
 	}
 	for _, c := range tag {

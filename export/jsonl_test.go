@@ -31,7 +31,7 @@ func TestRecordLanguage(t *testing.T) {
 
 func TestPrimaryLanguage(t *testing.T) {
 	for in, want := range map[string]string{
-		"en-US": "en", " DE ": "de", "pt_BR": "pt", "zh-Hant-TW": "zh", "": "", "x": "", "en1": "", "<b>": "",
+		"en-US": "en", " DE ": "de", "pt_BR": "pt", "zh-Hant-TW": "zh", "fil": "fil", "": "", "x": "", "en1": "", "<b>": "", "english": "", "und": "",
 	} {
 		if got := primaryLanguage(in); got != want {
 			t.Errorf("primaryLanguage(%q) = %q, want %q", in, got, want)

@@ -81,13 +81,12 @@ func detectHTMLEncoding(raw []byte, contentType string) (encoding.Encoding, stri
 	// legacy-encoded file), not the document's encoding: the next source is
 	// asked instead. Browsers follow the header and show mojibake; a text
 	// corpus should not.
-	utf8OK := mostlyUTF8(raw)
 	if _, params, err := mime.ParseMediaType(contentType); err == nil {
-		if e, name := lookupCharset(params["charset"]); e != nil && (name != "utf-8" || utf8OK) {
+		if e, name := lookupCharset(params["charset"]); e != nil && (name != "utf-8" || mostlyUTF8(raw)) {
 			return e, name
 		}
 	}
-	if e, name := lookupCharset(metaCharset(raw)); e != nil && (name != "utf-8" || utf8OK) {
+	if e, name := lookupCharset(metaCharset(raw)); e != nil && (name != "utf-8" || mostlyUTF8(raw)) {
 		return e, name
 	}
 	if utf8.Valid(raw) {
@@ -103,9 +102,10 @@ func detectHTMLEncoding(raw []byte, contentType string) (encoding.Encoding, stri
 }
 
 // mostlyUTF8 reports whether the first 64 KiB of raw are UTF-8 as far as
-// their non-ASCII bytes tell: false when at least 8 sequences and over a
-// fifth of them are invalid (a UTF-8 page with a stray byte passes; a page in
-// EUC-KR or windows-1252 does not).
+// their non-ASCII bytes tell: false when at least 8 sequences and over half
+// of them are invalid. A UTF-8 page with a pasted Latin-1 footer passes; a
+// page in a legacy encoding does not (EUC-KR, Shift_JIS and GBK text is about
+// 86% invalid as UTF-8, single-byte encodings about 100%).
 func mostlyUTF8(raw []byte) bool {
 	raw = raw[:min(len(raw), 64<<10)]
 	valid, invalid := 0, 0
@@ -122,7 +122,7 @@ func mostlyUTF8(raw []byte) bool {
 		}
 		i += n
 	}
-	return invalid < 8 || invalid*5 <= valid+invalid
+	return invalid < 8 || invalid*2 <= valid+invalid
 }
 
 // lookupCharset resolves a WHATWG encoding label. A UTF-16 label found in a header or <meta> of a

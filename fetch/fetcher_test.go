@@ -136,6 +136,9 @@ func TestFetchCharsetAndType(t *testing.T) {
 			`<meta http-equiv="Content-Type" content="text/html; charset=EUC-KR"><p>아파치 웹서버 문서입니다 한국어</p>`, "text/html", true, "euc-kr"},
 		{"meta utf-8 contradicted, sniffed", "text/html", `<meta charset="utf-8"><p>` + eucKR + " " + eucKR + `</p>`,
 			`<meta charset="utf-8"><p>아파치 웹서버 문서입니다 한국어 아파치 웹서버 문서입니다 한국어</p>`, "text/html", true, "euc-kr"},
+		// UTF-8 with a pasted Latin-1 footer (8 bad bytes, 30 good letters) is still UTF-8.
+		{"utf-8 with a latin-1 footer", "text/html; charset=utf-8", "<p>" + strings.Repeat("café ", 30) + "</p><p>\xa9 Soci\xe9t\xe9 G\xe9n\xe9rale \xe0 Z\xfcrich \xb7</p>",
+			"<p>" + strings.Repeat("café ", 30) + "</p><p>\uFFFD Soci\uFFFDt\uFFFD G\uFFFDn\uFFFDrale \uFFFD Z\uFFFDrich \uFFFD</p>", "text/html", true, "utf-8"},
 		// UTF-8 with one stray byte is still UTF-8, whatever the meta says.
 		{"utf-8 with a stray byte", "text/html; charset=utf-8", `<meta charset="iso-8859-1"><p>` + strings.Repeat("ü", 20) + "\xff</p>",
 			`<meta charset="iso-8859-1"><p>` + strings.Repeat("ü", 20) + "\uFFFD</p>", "text/html", true, "utf-8"},

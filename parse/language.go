@@ -18,13 +18,19 @@ const LanguageSample = 4096
 // Two cheap steps, 30-80 µs a page (BenchmarkDetectLanguage; parsing the
 // page costs about ten times that; a trigram identifier over 84 languages,
 // whatlanggo, cost 1.25 ms a page on the corpus and was dropped):
-//   - the script of the letters: Hangul is Korean, kana Japanese, Han without
-//     kana Chinese, and Greek, Hebrew, Arabic, Thai and Devanagari text is
-//     el, he, ar, th and hi;
-//   - Latin and Cyrillic text is told apart by its function words: the
-//     language whose short list of frequent words (stopwords) covers most
-//     of the sample wins, if it has enough hits and clearly more than the
-//     next.
+//   - the script of the letters (Hangul, kana and Han weighted as three
+//     letters each): Hangul is Korean, Han with kana Japanese, Han without
+//     Chinese; Greek, Hebrew, Thai and Devanagari text is el, he, th and hi,
+//     Arabic-script text ar, or fa and ur by the letters they add. The
+//     confidence is the script's share of the letters.
+//   - Latin and Cyrillic text is told apart by function words: the language
+//     whose short list of frequent words (stopwords) covers most of the
+//     sample wins if it has enough hits and clearly more of the words that
+//     tell it from the runner-up (da and nb share most of theirs); Czech
+//     function words with Slovak letters are Slovak.
+//
+// Limits: Marathi and Nepali come out as hi; languages without a list
+// (Catalan, Macedonian, ...) as their nearest listed neighbour or nothing.
 func DetectLanguage(text string) (code string, confidence float64, ok bool) {
 	if len(text) > LanguageSample {
 		cut := LanguageSample
@@ -61,11 +67,15 @@ func DetectLanguage(text string) (code string, confidence float64, ok bool) {
 		letters += 2 * sc[s]
 		sc[s] *= 3
 	}
+	// Japanese writes with kana and Han together: they compete as one.
 	best := scriptLatin
 	for s := range numScripts {
-		if sc[s] > sc[best] {
+		if s != scriptKana && s != scriptHan && sc[s] > sc[best] {
 			best = s
 		}
+	}
+	if sc[scriptKana]+sc[scriptHan] > sc[best] {
+		best = scriptHan
 	}
 	share := float64(sc[best]) / float64(letters)
 	switch best {
@@ -79,7 +89,16 @@ func DetectLanguage(text string) (code string, confidence float64, ok bool) {
 			return "ja", share, share >= 0.3
 		}
 		return "zh", share, share >= 0.3
-	case scriptGreek, scriptHebrew, scriptArabic, scriptThai, scriptDevanagari:
+	case scriptArabic:
+		// Persian and Urdu add letters to the Arabic alphabet.
+		switch {
+		case strings.ContainsAny(text, "ٹڈڑںے"):
+			return "ur", share, share >= 0.5
+		case strings.ContainsAny(text, "پچژگکی"):
+			return "fa", share, share >= 0.5
+		}
+		return "ar", share, share >= 0.5
+	case scriptGreek, scriptHebrew, scriptThai, scriptDevanagari:
 		return scriptLang[best], share, share >= 0.5
 	case scriptOther:
 		return "", 0, false
@@ -104,7 +123,7 @@ const (
 	numScripts
 )
 
-var scriptLang = [numScripts]string{scriptGreek: "el", scriptHebrew: "he", scriptArabic: "ar", scriptThai: "th", scriptDevanagari: "hi"}
+var scriptLang = [numScripts]string{scriptGreek: "el", scriptHebrew: "he", scriptThai: "th", scriptDevanagari: "hi"}
 
 func scriptOf(r rune) script {
 	switch {
@@ -137,6 +156,8 @@ func scriptOf(r rune) script {
 // byStopwords scores lower-cased Latin or Cyrillic text by stopword hits.
 func byStopwords(text string) (string, float64, bool) {
 	var hits [len(stopLangs)]int
+	var sets [1024]uint32 // the stopword sets of the first 1,024 hits
+	nsets := 0
 	words := 0
 	start := -1 // of the current word
 	for i := 0; i <= len(text); {
@@ -155,8 +176,16 @@ func byStopwords(text string) (string, float64, bool) {
 			start = i
 		case !letter && start >= 0:
 			words++
-			for set := stopwords[text[start:i]]; set != 0; set &= set - 1 {
-				hits[bits.TrailingZeros32(set)]++
+			if w := text[start:i]; len(w) <= maxStopword {
+				if set := stopwords[w]; set != 0 {
+					if nsets < len(sets) {
+						sets[nsets] = set
+						nsets++
+					}
+					for ; set != 0; set &= set - 1 {
+						hits[bits.TrailingZeros32(set)]++
+					}
+				}
 			}
 			start = -1
 		}
@@ -174,14 +203,26 @@ func byStopwords(text string) (string, float64, bool) {
 			second = l
 		}
 	}
-	h1, h2 := hits[first], hits[second]
+	// The margin counts only the words that tell the two best apart: lists
+	// of close languages (da and nb, es and pt, ru and bg) share most words,
+	// and a margin on all hits would grow with the shared ones.
+	ex1, ex2 := 0, 0
+	for _, set := range sets[:nsets] {
+		in1, in2 := set>>first&1, set>>second&1
+		ex1 += int(in1 &^ in2)
+		ex2 += int(in2 &^ in1)
+	}
+	h1 := hits[first]
 	// Function words are a third to a half of running text; a sample where
 	// the best list covers under 10% is not in any of these languages (or
 	// is a list of names, code, numbers).
 	cover := float64(h1) / float64(words)
-	conf := min(1, cover/0.3) * float64(h1-h2) / float64(h1+1)
-	if h1 < 4 || cover < 0.1 || h1-h2 < max(3, h1/4) {
-		return "", conf, false
+	conf := min(1, cover/0.3) * float64(ex1-ex2) / float64(ex1+ex2+1)
+	if h1 < 4 || cover < 0.1 || ex1-ex2 < max(3, (ex1+ex2)/3) {
+		return "", max(conf, 0), false
+	}
+	if stopLangs[first] == "cs" && strings.ContainsAny(text, "ľĺŕôä") {
+		return "sk", conf, true // Slovak: Czech's function words, its own letters
 	}
 	return stopLangs[first], conf, true
 }
@@ -199,14 +240,14 @@ var stopwords = func() map[string]uint32 {
 		"it": "il di che è e la per un una in non sono del della le con si da dei delle gli nel alla più anche come ma questo essere ha se ci lo può questa quando degli",
 		"pt": "o a os as de que e do da em um uma para com não é por mais dos das no na se como mas ao ele foi ou seu sua são também pelo pela isso este está quando",
 		"nl": "de het een en van is dat op te in zijn voor met niet aan er die als ook maar om door worden wordt naar bij uit deze kan dan nog of hij zij heeft dit",
-		"sv": "och att det som en på är av för med till den har de inte om ett jag men så kan vara eller från vid efter också när ska detta sig var",
-		"da": "og at det som en på er af for med til den har de ikke om et jeg men så kan være eller fra ved efter også når skal dette sig var",
-		"nb": "og at det som en på er av for med til den har de ikke om et jeg men så kan være eller fra ved etter også når skal dette seg var",
+		"sv": "och att det som en på är av för med till den har de inte om ett jag men så kan vara eller från vid efter också när ska detta sig var blev några vad mycket",
+		"da": "og at det som en på er af for med til den har de ikke om et jeg men så kan være eller fra ved efter også når skal dette sig var blev nogle hvad meget",
+		"nb": "og at det som en på er av for med til den har de ikke om et jeg men så kan være eller fra ved etter også når skal dette seg var ble noen hva mye",
 		"fi": "ja on ei se että hän oli ovat tai mutta kun kuin myös tämä joka sen niin jos voi vain jo mitä tässä ole sekä jotka kanssa",
 		"pl": "i w na z się nie do to że jest o jak co od po przez dla ale są tak jego czy też tym może być jako oraz tylko już które który która",
 		"cs": "a v se na je že to s z do o jsou pro k ve jako by ale jeho jak od po tak které který která také nebo být bylo již při jen",
 		"tr": "ve bir bu da de için ile olarak daha çok en gibi ne olan o ama kadar sonra her değil var veya ya şu bunu ise tüm olduğu göre yeni kendi",
-		"ro": "și de la în a cu pe că nu o un este din să se pentru mai care sau ca sunt fi au prin dar acest această fost",
+		"ro": "și şi de la în a cu pe că nu o un este din să se pentru mai care sau ca sunt fi au prin dar acest această fost",
 		"hu": "a az és hogy nem is egy ez meg van de csak már mint vagy volt el ki még azt ha kell lesz mert után minden így között",
 		"id": "yang dan di ini dengan untuk dari dalam tidak itu akan pada juga ke ada atau adalah oleh bisa dapat sebagai karena kami saya mereka telah",
 		"ru": "и в не на что с по это как к из для он а то у но от же так о за все его только бы был при также или если может быть эти этот есть",
@@ -217,7 +258,11 @@ var stopwords = func() map[string]uint32 {
 	for i, l := range stopLangs {
 		for _, w := range strings.Fields(lists[l]) {
 			m[w] |= 1 << i
+			maxStopword = max(maxStopword, len(w))
 		}
 	}
 	return m
 }()
+
+// maxStopword is the longest stopword in bytes: longer words are not looked up.
+var maxStopword int

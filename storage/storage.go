@@ -792,8 +792,8 @@ type Page struct {
 	Title       string `json:"title,omitempty"`
 	Lang        string `json:"lang,omitempty"` // <html lang>, as declared
 	// TextLang is the language identified from the visible text (ISO 639-1,
-	// or 639-3 where there is none), "" when not reliably identified;
-	// TextLangConf is the identifier's confidence.
+	// parse.DetectLanguage), "" when not reliably identified; TextLangConf is
+	// the identifier's confidence.
 	TextLang     string    `json:"text_lang,omitempty"`
 	TextLangConf float64   `json:"text_lang_conf,omitempty"`
 	Class        string    `json:"class"`
