@@ -108,6 +108,9 @@ func detectHTMLEncoding(raw []byte, contentType string) (encoding.Encoding, stri
 // 86% invalid as UTF-8, single-byte encodings about 100%).
 func mostlyUTF8(raw []byte) bool {
 	raw = raw[:min(len(raw), 64<<10)]
+	if utf8.Valid(raw) { // most pages: one fast pass, no counting
+		return true
+	}
 	valid, invalid := 0, 0
 	for i := 0; i < len(raw); {
 		if raw[i] < utf8.RuneSelf {
