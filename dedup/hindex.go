@@ -29,6 +29,8 @@ type hindex struct {
 	dnext  []int32
 	dhead  []int32 // power of two; -1 = empty
 	limit  int     // delta size that triggers a merge
+	// The mappings behind vals, slots and off when they are large (makeBig).
+	valsMem, slotsMem, offMem bigMem
 }
 
 const (
@@ -107,26 +109,27 @@ func (h *hindex) merge() {
 		}
 		return int(h.dslots[a]) - int(h.dslots[b])
 	})
-	vals := make([]uint64, 0, n)
-	slots := make([]uint32, 0, n)
+	vals, valsMem := makeBig[uint64](h, n)
+	slots, slotsMem := makeBig[uint32](h, n)
 	i, j := 0, 0
-	for i < len(h.vals) || j < len(idx) {
+	for w := range vals {
 		if j == len(idx) || (i < len(h.vals) && h.vals[i] <= h.dvals[idx[j]]) {
-			vals = append(vals, h.vals[i])
-			slots = append(slots, h.slots[i])
+			vals[w], slots[w] = h.vals[i], h.slots[i]
 			i++
 		} else {
-			vals = append(vals, h.dvals[idx[j]])
-			slots = append(slots, h.dslots[idx[j]])
+			vals[w], slots[w] = h.dvals[idx[j]], h.dslots[idx[j]]
 			j++
 		}
 	}
-	h.vals, h.slots = vals, slots
+	h.valsMem.free()
+	h.slotsMem.free()
+	h.vals, h.slots, h.valsMem, h.slotsMem = vals, slots, valsMem, slotsMem
 	h.t = h.chooseT(n)
 	if cap(h.off) >= (1<<h.t)+1 {
 		h.off = h.off[:(1<<h.t)+1]
 	} else {
-		h.off = make([]uint32, (1<<h.t)+1)
+		h.offMem.free()
+		h.off, h.offMem = makeBig[uint32](h, (1<<h.t)+1)
 	}
 	i = 0
 	for hd := range uint32(1 << h.t) {

@@ -1,6 +1,7 @@
 package dedup
 
 import (
+	"fmt"
 	"math/bits"
 	"math/rand/v2"
 	"slices"
@@ -97,10 +98,11 @@ func TestVOSHEnumeratesEverySubsetOnceInOrder(t *testing.T) {
 			seen := map[uint64]bool{}
 			prev := 1e300
 			for {
-				s, ok := v.next()
+				set, size, ok := v.next()
 				if !ok {
 					break
 				}
+				s := unpackRanks(set, size)
 				var mask uint64
 				score := 0.0
 				for _, r := range s {
@@ -271,8 +273,19 @@ func flipSets(t, k int) int {
 }
 
 // TestRankBitsAgainstSort: rankBits' first m ranks are those of a stable sort
-// of the bits by margin, ties included, for every width PSM uses and more.
+// of the bits by margin, ties included, for every width PSM uses and more,
+// with the vector kernel (where the CPU has it) and without.
 func TestRankBitsAgainstSort(t *testing.T) {
+	for _, vec := range []bool{true, false} {
+		t.Run(fmt.Sprintf("vector=%v", vec), func(t *testing.T) {
+			defer func(v bool) { rankVector = v }(rankVector)
+			rankVector = vec
+			testRankBitsAgainstSort(t)
+		})
+	}
+}
+
+func testRankBitsAgainstSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	table := fixLogits(flipLogits(DefaultPSMSigma))
 	for n := 1; n <= 64; n++ {
@@ -300,5 +313,29 @@ func TestRankBitsAgainstSort(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// unpackRanks lists the ranks of a VOSH node (rank i in byte i).
+func unpackRanks(set uint64, size int) []uint8 {
+	s := make([]uint8, size)
+	for i := range s {
+		s[i] = uint8(set >> (8 * i))
+	}
+	return s
+}
+
+// TestPrefetchAnyAddress: PSM prefetches offsets before knowing they are in
+// range (and the lookups benchmark runs with a table smaller than its
+// headers); a prefetch of an unmapped address must not fault.
+func TestPrefetchAnyAddress(t *testing.T) {
+	for _, a := range []uintptr{0, 8, 1 << 47, ^uintptr(0) &^ 63} {
+		prefetch(a)
+	}
+	p := NewPSM(16, DefaultPSMSigma)
+	p.idx.t = 28 // headers far past the 17-entry offset table
+	var margins [64]uint8
+	if n := len(p.lookups(^uint64(0), &margins, 3, 15)); n != 16 {
+		t.Fatalf("%d lookups, want 16", n)
 	}
 }

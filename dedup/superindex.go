@@ -35,6 +35,8 @@ type superIndex struct {
 	dhead []int32 // power of two; -1 = empty
 	hbits uint    // log2(len(dhead))
 	limit int     // delta size that triggers a merge
+	// The mappings behind slots, tags and off when they are large (makeBig).
+	slotsMem, tagsMem, offMem bigMem
 }
 
 const (
@@ -117,18 +119,19 @@ func (s *superIndex) merge() {
 	slices.Sort(s.dvals) // by the top 32 key bits: by header, whatever t is
 	n := len(s.slots) + len(s.dvals)
 	nt := max(superT(n), s.t)
-	slots := make([]uint32, n)
-	tags := make([]uint16, n)
-	off := s.off
-	if nt != s.t {
-		off = make([]uint32, (1<<nt)+1)
-	}
+	slots, slotsMem := makeBig[uint32](s, n)
+	tags, tagsMem := makeBig[uint16](s, n)
 	if nt == s.t {
 		s.mergeSameT(slots, tags)
 	} else {
+		off, offMem := makeBig[uint32](s, (1<<nt)+1)
 		s.mergeGrow(nt, slots, tags, off)
+		s.offMem.free()
+		s.off, s.offMem = off, offMem
 	}
-	s.t, s.slots, s.tags, s.off = nt, slots, tags, off
+	s.slotsMem.free()
+	s.tagsMem.free()
+	s.t, s.slots, s.tags, s.slotsMem, s.tagsMem = nt, slots, tags, slotsMem, tagsMem
 	s.resetDelta()
 }
 
