@@ -4,7 +4,7 @@ BIN       ?= bin
 PKGS      := ./...
 STATICCHECK_VERSION ?= v0.8.2
 
-.PHONY: all build test check bench bench-smoke demo fuzz fmt vet staticcheck clean
+.PHONY: all build test check bench bench-smoke cross demo fuzz fmt vet staticcheck clean
 
 all: build
 
@@ -17,10 +17,19 @@ test:
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 30m $(PKGS)
 	$(MAKE) bench-smoke
+	$(MAKE) cross
 	bash scripts/fuzz-smoke.sh
 
 bench-smoke:
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x $(PKGS)
+
+# Other platforms build, and dedup's portable code (-tags purego: no
+# assembly) passes its tests here too.
+cross:
+	GOOS=windows GOARCH=amd64 $(GO) build $(PKGS)
+	GOOS=darwin GOARCH=arm64 $(GO) build $(PKGS)
+	GOOS=linux GOARCH=arm64 $(GO) vet ./dedup/ ./parse/
+	$(GO) test -count=1 -tags purego ./dedup/
 
 # Static checks and the race detector.
 check: fmt vet staticcheck
