@@ -16,7 +16,11 @@ import (
 // on systems where THP is "madvise" (the common default), so these arrays
 // come from mmap. The mapping is unmapped by free, when a merge replaces the
 // array, or when its owner is collected. Nothing may keep a slice of the
-// array past either.
+// array past either: readers use the owner after their last read (so it stays
+// reachable), and no insert (merge) may run while a reader is inside a bucket
+// (the simhash indexes panic on an Add from a Search). The memory is not Go
+// heap: GOGC and GOMEMLIMIT do not see it (MemoryBytes does), and the race
+// detector does not watch it.
 type bigMem struct {
 	p    unsafe.Pointer // nil: the array is on the Go heap
 	n    uintptr
@@ -27,9 +31,10 @@ const (
 	// bigMemMin is the smallest array mapped on its own: smaller ones hold
 	// no whole huge page.
 	bigMemMin = 2 << 20
-	hugePage  = 2 << 20
-	pageSize  = 4 << 10
+	hugePage  = 2 << 20 // x86-64 and arm64 with 4 KiB pages
 )
+
+var pageSize = uintptr(unix.Getpagesize())
 
 // bigMemLive counts the mappings not yet unmapped (tests check for leaks).
 var bigMemLive atomic.Int64

@@ -91,6 +91,7 @@ func TestMakeBigOwnerCollected(t *testing.T) {
 		owner := new([16]byte)
 		a, _ := makeBig[uint32](owner, 4<<20)
 		a[len(a)-1] = 1
+		runtime.KeepAlive(owner) // the array is used up to here
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for bigMemLive.Load() > live {

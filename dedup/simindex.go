@@ -8,7 +8,9 @@ import (
 
 // SimhashIndex finds stored simhash fingerprints within a Hamming distance of a
 // query. Both implementations are online (one fingerprint at a time) and not
-// safe for concurrent use; the Detector serializes access.
+// safe for concurrent use; the Detector serializes access. A Search's visit
+// function must not Add (Add panics then): an insert may merge, and the
+// merge unmaps the arrays the search is reading.
 type SimhashIndex interface {
 	// Add stores fingerprint fp under the dense id slot.
 	Add(fp uint64, slot uint32)
@@ -33,6 +35,8 @@ type PSM struct {
 	budget int
 	logits *[256]int64 // flip logit by margin byte, fixed point (voshFix)
 	buf    psmBuf      // a query's scratch (Search is not concurrent)
+	// searching is set during Search: Add from a visit function panics.
+	searching bool
 }
 
 type psmBuf struct {
@@ -62,7 +66,14 @@ func newPSM(budget int, sigma float64, spare int) *PSM {
 }
 
 // Add implements SimhashIndex.
-func (p *PSM) Add(fp uint64, slot uint32) { p.idx.insert(fp, slot) }
+func (p *PSM) Add(fp uint64, slot uint32) {
+	if p.searching {
+		panic(errAddInSearch)
+	}
+	p.idx.insert(fp, slot)
+}
+
+const errAddInSearch = "dedup: simhash index Add called from a Search visit function"
 
 // Len implements SimhashIndex.
 func (p *PSM) Len() int { return p.idx.len() }
@@ -72,6 +83,10 @@ func (p *PSM) MemoryBytes() int64 { return p.idx.memoryBytes() }
 
 // Search implements SimhashIndex.
 func (p *PSM) Search(fp uint64, margins *[64]uint8, k int, visit func(slot uint32) bool) int {
+	// The flag also keeps p, and with it the index's mappings, alive to the
+	// end of the search.
+	p.searching = true
+	defer func() { p.searching = false }()
 	h := p.idx
 	buf := &p.buf
 	hds := p.lookups(fp, margins, k, p.budget-1)
@@ -265,6 +280,8 @@ type BPHS struct {
 	hdrLen []uint    // per table: bits in the header blocks
 	tables []*hindex
 	n      int
+	// searching is set during Search: Add from a visit function panics.
+	searching bool
 }
 
 // NewBPHS returns an empty index with G blocks and g header blocks per table.
@@ -319,6 +336,9 @@ func (b *BPHS) permute(ti int, fp uint64) uint64 {
 
 // Add implements SimhashIndex.
 func (b *BPHS) Add(fp uint64, slot uint32) {
+	if b.searching {
+		panic(errAddInSearch)
+	}
 	for ti, tb := range b.tables {
 		tb.insert(b.permute(ti, fp), slot)
 	}
@@ -339,6 +359,8 @@ func (b *BPHS) MemoryBytes() int64 {
 
 // Search implements SimhashIndex; margins are not used.
 func (b *BPHS) Search(fp uint64, _ *[64]uint8, k int, visit func(slot uint32) bool) int {
+	b.searching = true
+	defer func() { b.searching = false }()
 	for ti, tb := range b.tables {
 		q := b.permute(ti, fp)
 		hd := tb.header(q)

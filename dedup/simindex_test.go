@@ -329,7 +329,7 @@ func unpackRanks(set uint64, size int) []uint8 {
 // range (and the lookups benchmark runs with a table smaller than its
 // headers); a prefetch of an unmapped address must not fault.
 func TestPrefetchAnyAddress(t *testing.T) {
-	for _, a := range []uintptr{0, 8, 1 << 47, ^uintptr(0) &^ 63} {
+	for _, a := range []uintptr{0, 8, ^uintptr(0) >> 1 &^ 63, ^uintptr(0) &^ 63} {
 		prefetch(a)
 	}
 	p := NewPSM(16, DefaultPSMSigma)
@@ -337,5 +337,32 @@ func TestPrefetchAnyAddress(t *testing.T) {
 	var margins [64]uint8
 	if n := len(p.lookups(^uint64(0), &margins, 3, 15)); n != 16 {
 		t.Fatalf("%d lookups, want 16", n)
+	}
+}
+
+// TestAddFromSearchPanics: a visit function that adds to the index gets a
+// clear panic, not a search reading arrays a merge has unmapped.
+func TestAddFromSearchPanics(t *testing.T) {
+	for _, ix := range []SimhashIndex{NewPSM(8, DefaultPSMSigma), NewBPHS(4, 1)} {
+		for i := range 3000 {
+			ix.Add(uint64(i)*0x9e3779b97f4a7c15, uint32(i))
+		}
+		func() {
+			defer func() {
+				if r := recover(); r != errAddInSearch {
+					t.Errorf("%T: recovered %v, want %q", ix, r, errAddInSearch)
+				}
+			}()
+			k := uint64(77)
+			ix.Search(k*0x9e3779b97f4a7c15, nil, 3, func(uint32) bool {
+				ix.Add(1, 1)
+				return true
+			})
+		}()
+		// The flag is cleared: adding after the search works.
+		ix.Add(2, 2)
+		if ix.Len() != 3001 {
+			t.Errorf("%T: %d fingerprints, want 3001", ix, ix.Len())
+		}
 	}
 }
