@@ -102,18 +102,22 @@ type URLs struct {
 
 // Dedup holds the near-duplicate filter's parameters.
 type Dedup struct {
-	ShingleWords int     `yaml:"shingle_words"`
-	Samples      int     `yaml:"samples"`
-	Filter       string  `yaml:"filter"`
-	FilterK      int     `yaml:"filter_k"`
-	FilterS      int     `yaml:"filter_s"`
-	FilterR      int     `yaml:"filter_r"`
-	FilterBits   int     `yaml:"filter_bits"`
-	Simhash      bool    `yaml:"simhash"`
-	SimhashK     int     `yaml:"simhash_k"`
-	SimhashIndex string  `yaml:"simhash_index"`
-	Threshold    float64 `yaml:"threshold"`
-	URLTokens    bool    `yaml:"url_tokens"`
+	ShingleWords  int     `yaml:"shingle_words"`
+	Samples       int     `yaml:"samples"`
+	Filter        string  `yaml:"filter"`
+	FilterK       int     `yaml:"filter_k"`
+	FilterS       int     `yaml:"filter_s"`
+	FilterR       int     `yaml:"filter_r"`
+	FilterBits    int     `yaml:"filter_bits"`
+	Simhash       bool    `yaml:"simhash"`
+	SimhashK      int     `yaml:"simhash_k"`
+	SimhashIndex  string  `yaml:"simhash_index"`
+	SimhashWeight string  `yaml:"simhash_weight"`
+	PSMBudget     int     `yaml:"psm_budget"`
+	BPHSBlocks    int     `yaml:"bphs_blocks"`
+	BPHSHeader    int     `yaml:"bphs_header"`
+	Threshold     float64 `yaml:"threshold"`
+	URLTokens     bool    `yaml:"url_tokens"`
 }
 
 // Mirror holds mirror-host detection settings.
@@ -288,6 +292,22 @@ func (c Config) Validate() error {
 	case "psm", "bphs":
 	default:
 		bad("dedup.simhash_index must be psm or bphs, got %q", d.SimhashIndex)
+	}
+	switch d.SimhashWeight {
+	case "uniform", "tf":
+	default:
+		bad("dedup.simhash_weight must be uniform or tf, got %q", d.SimhashWeight)
+	}
+	if d.PSMBudget < 1 || d.PSMBudget > 4096 {
+		bad("dedup.psm_budget must be between 1 and 4096, got %d", d.PSMBudget)
+	}
+	if d.SimhashIndex == "bphs" {
+		if d.BPHSBlocks < 2 || d.BPHSBlocks > 16 {
+			bad("dedup.bphs_blocks must be between 2 and 16, got %d", d.BPHSBlocks)
+		} else if d.BPHSHeader < 1 || d.BPHSHeader > d.BPHSBlocks-d.SimhashK {
+			bad("dedup.bphs_header must be between 1 and bphs_blocks - simhash_k = %d (a match within simhash_k bits leaves that many blocks intact), got %d",
+				d.BPHSBlocks-d.SimhashK, d.BPHSHeader)
+		}
 	}
 	if d.Threshold < 0.75 || d.Threshold > 1 {
 		bad("dedup.threshold must be between 0.75 and 1 (the seeds never call pages below about 0.75 near-duplicates), got %g", d.Threshold)

@@ -68,11 +68,14 @@ crawl:
 dedup:
   filter: lycos
   threshold: 0.5
+  simhash_weight: idf
+  psm_budget: 0
 `))
 	if err == nil {
 		t.Fatal("invalid config accepted")
 	}
-	for _, want := range []string{"crawl.workers", "crawl.scope", "crawl.deny", "dedup.filter", "dedup.threshold"} {
+	for _, want := range []string{"crawl.workers", "crawl.scope", "crawl.deny", "dedup.filter", "dedup.threshold",
+		"dedup.simhash_weight", "dedup.psm_budget"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %s: %v", want, err)
 		}
@@ -95,5 +98,29 @@ func TestLoadErrors(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "cannot read config") {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// BPHS's shape is checked only when BPHS is the index: a match within
+// simhash_k bits leaves G-k blocks intact, so a table's key may span at most
+// that many.
+func TestLoadBPHSShape(t *testing.T) {
+	if _, err := Load(write(t, "dedup:\n  bphs_header: 9\n")); err != nil {
+		t.Errorf("BPHS shape checked while the index is psm: %v", err)
+	}
+	_, err := Load(write(t, "dedup:\n  simhash_index: bphs\n  bphs_blocks: 4\n  bphs_header: 2\n"))
+	if err == nil || !strings.Contains(err.Error(), "dedup.bphs_header") {
+		t.Errorf("G=4, g=2, k=3 accepted (want a dedup.bphs_header error): %v", err)
+	}
+	_, err = Load(write(t, "dedup:\n  simhash_index: bphs\n  bphs_blocks: 1\n"))
+	if err == nil || !strings.Contains(err.Error(), "dedup.bphs_blocks") {
+		t.Errorf("G=1 accepted (want a dedup.bphs_blocks error): %v", err)
+	}
+	c, err := Load(write(t, "dedup:\n  simhash_index: bphs\n  bphs_blocks: 5\n  bphs_header: 2\n  psm_budget: 10\n  simhash_weight: tf\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Dedup.BPHSBlocks != 5 || c.Dedup.BPHSHeader != 2 || c.Dedup.PSMBudget != 10 || c.Dedup.SimhashWeight != "tf" {
+		t.Errorf("overrides not read: %+v", c.Dedup)
 	}
 }

@@ -29,6 +29,10 @@ func DedupOptions(d configs.Dedup) dedup.Options {
 	o.Simhash = d.Simhash
 	o.SimhashK = d.SimhashK
 	o.SimhashIndex = d.SimhashIndex
+	o.SimhashWeight = d.SimhashWeight
+	o.PSMBudget = d.PSMBudget
+	o.BPHSBlocks = d.BPHSBlocks
+	o.BPHSHeader = d.BPHSHeader
 	o.Threshold = d.Threshold
 	return o
 }

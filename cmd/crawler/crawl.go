@@ -245,6 +245,9 @@ func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []s
 		}
 	}
 
+	if err := checkSignatureSettings(db, cfg); err != nil {
+		return err
+	}
 	if b, err := yaml.Marshal(cfg); err == nil {
 		if err := db.PutMeta("config", b); err != nil {
 			return fmt.Errorf("storage: %w", err)
@@ -383,6 +386,52 @@ func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []s
 		time.Since(start).Round(time.Millisecond), eng.Requests(), st.Queued, dataDir)
 	for _, g := range fr.GiveUps() {
 		fmt.Fprintf(stdout, "gave up host %s: %s\n", g.Host, g.Reason)
+	}
+	return nil
+}
+
+// checkSignatureSettings refuses to resume a crawl with dedup settings that
+// change how a page's signature is made (shingle width, samples, the
+// supershingle shape, simhash weighting, URL tokens): the index is rebuilt
+// from the stored signatures, and signatures made two ways cannot be
+// compared (their Jaccard estimates would be meaningless). Settings used only
+// when searching (threshold, filter_r, simhash_k, the simhash index and its
+// parameters) may change between runs.
+func checkSignatureSettings(db *storage.DB, cfg configs.Config) error {
+	b, err := db.GetMeta("config")
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	prev := configs.Default() // keys an older version did not write keep their defaults
+	if err := yaml.Unmarshal(b, &prev); err != nil {
+		return fmt.Errorf("storage: the stored config is unreadable: %w", err)
+	}
+	type shape struct {
+		name     string
+		was, now any
+	}
+	po, no := crawl.DedupOptions(prev.Dedup), crawl.DedupOptions(cfg.Dedup)
+	pf, nf := po.Filter.Resolved(), no.Filter.Resolved()
+	var diffs []string
+	for _, d := range []shape{
+		{"dedup.shingle_words", po.ShingleWords, no.ShingleWords},
+		{"dedup.samples", po.Samples, no.Samples},
+		{"dedup supershingles (filter_k)", pf.K, nf.K},
+		{"dedup supershingle samples (filter_s)", pf.S, nf.S},
+		{"dedup supershingle bits (filter_bits)", pf.Bits, nf.Bits},
+		{"dedup.simhash_weight", po.SimhashWeight, no.SimhashWeight},
+		{"dedup.url_tokens", prev.Dedup.URLTokens, cfg.Dedup.URLTokens},
+	} {
+		if d.was != d.now {
+			diffs = append(diffs, fmt.Sprintf("%s %v (now %v)", d.name, d.was, d.now))
+		}
+	}
+	if len(diffs) > 0 {
+		return usagef("the crawl in this data dir signed its pages with %s: resume it with those settings, or start a new crawl in another data dir",
+			strings.Join(diffs, ", "))
 	}
 	return nil
 }
