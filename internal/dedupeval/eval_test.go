@@ -1,16 +1,17 @@
 package dedupeval
 
 import (
+	"errors"
 	"math/rand/v2"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/horseshoe-crawler/horseshoe/dedup"
+	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
 	"github.com/horseshoe-crawler/horseshoe/parse"
 )
 
@@ -85,33 +86,25 @@ func TestEvalSynthetic(t *testing.T) {
 	}
 }
 
-// corpusDir unpacks the shared corpus once under os.TempDir().
+// corpusDir returns the unpacked shared corpus (testweb.Corpus: found through
+// $HORSESHOE_SHARED or a shared/ directory above the working directory). It
+// skips without the corpus, except under CI, which must have it.
 func corpusDir(t *testing.T) string {
 	t.Helper()
-	archive := "/work/shared/corpus/web-test.tar.xz"
-	if _, err := os.Stat(archive); err != nil {
-		t.Skipf("corpus %s not available: %v", archive, err)
+	root, _, err := testweb.Corpus()
+	if errors.Is(err, testweb.ErrNoCorpus) && os.Getenv("CI") == "" {
+		t.Skipf("real corpus not available: %v", err)
 	}
-	dir := filepath.Join(os.TempDir(), "horseshoe-corpus")
-	done := filepath.Join(dir, ".unpacked")
-	if _, err := os.Stat(done); err == nil {
-		return dir
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("tar", "-xJf", archive, "-C", dir).CombinedOutput(); err != nil {
-		t.Fatalf("unpacking the corpus: %v: %s", err, out)
-	}
-	if err := os.WriteFile(done, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return root
 }
 
 // TestCorpusTargets measures every setting on the real corpus and asserts the
 // targets of the default setting: recall at J >= 0.95 >= 0.97 and no dropped
-// page whose original has J < 0.80 beyond 1% (precision >= 0.99).
+// page whose named original has J < 0.80 (so precision is 1, above the 0.99
+// the issue allows; the detector is deterministic, so this cannot flake).
 func TestCorpusTargets(t *testing.T) {
 	if testing.Short() {
 		t.Skip("corpus evaluation skipped in -short mode")
@@ -153,8 +146,8 @@ func TestCorpusTargets(t *testing.T) {
 	if comb.RecallAt95 < 0.97 {
 		t.Errorf("default setting: recall at J >= 0.95 is %.4f, want >= 0.97", comb.RecallAt95)
 	}
-	if comb.Precision < 0.99 {
-		t.Errorf("default setting: precision %.4f (%d of %d dropped pages have J < 0.80 with their original), want >= 0.99",
-			comb.Precision, comb.FalseDrops, comb.Dropped)
+	if comb.FalseDrops != 0 || comb.Precision < 0.99 {
+		t.Errorf("default setting: %d of %d dropped pages have J < 0.80 with their named original (precision %.4f), want none",
+			comb.FalseDrops, comb.Dropped, comb.Precision)
 	}
 }
