@@ -101,6 +101,10 @@ bash scripts/nginx-corpus.sh stop "$NGINX_STATE"
 echo "== dedup micro and index benchmarks (-benchtime $BENCHTIME)" >&2
 "$GO" test -count=1 -run '^$' -bench 'Shingle|Sign2000|Minhash|SimhashPerFeature|SupershingleProbe|SimhashSearch|PSMLookups' \
 	-benchtime "$BENCHTIME" -timeout 30m ./dedup/ >"$RUN/bench-dedup.txt"
+# Normalization with shingling on real pages' text, and normalization alone
+# (64 KB texts: fewer iterations).
+"$GO" test -count=1 -run '^$' -bench 'NormalizeAndShingle|Tokenize' \
+	-benchtime 2000x -timeout 30m ./internal/dedupeval/ ./parse/ >>"$RUN/bench-dedup.txt"
 # The 10 M step holds about 10 GB live (sketches kept for verification, the
 # exact map, the indexes): it runs when the machine has the memory, under a
 # soft limit that keeps the GC from doubling it. HORSESHOE_BENCH_10M=0 skips it.

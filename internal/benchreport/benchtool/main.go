@@ -259,7 +259,7 @@ func render(dir, doc, goVersion string, stdout io.Writer) error {
 		}
 	}
 	for _, sec := range []struct{ file, title string }{
-		{"bench-dedup.txt", "### 3. dedup microbenchmarks and index benchmarks"},
+		{"bench-dedup.txt", "### 3. dedup and normalization microbenchmarks, index benchmarks"},
 		{"bench-growth.txt", "### 4a. Growth: dedup cost per page and index memory as the index grows"},
 		{"bench-frontier.txt", "### 4b. Growth: crawl cost per URL as the frontier grows (frontier + Badger)"},
 	} {
