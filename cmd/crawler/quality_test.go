@@ -31,7 +31,10 @@ import (
 //
 //   - content lost: pages that a crawl following every link reaches whose
 //     content is neither kept by the default crawl nor represented by a kept
-//     page with exact Jaccard >= lostJaccard (target: under maxLostFraction);
+//     page with exact Jaccard >= lostJaccard (target: under maxLostFraction),
+//     against two such crawls: Horseshoe itself with every link followed and
+//     mirror handling off (same scope), and GNU wget -r -np (independent of
+//     Horseshoe's URL handling, scope and trap filters; wgetref_test.go);
 //   - pairs left: pairs of kept pages with J >= pairJaccard among all pairs of
 //     fetched pages with J >= pairJaccard (target: under maxPairsLeftFraction).
 //
@@ -117,6 +120,26 @@ type qualityResult struct {
 	AnalysisSeconds         float64        `json:"analysis_seconds"`
 	TargetLostFraction      float64        `json:"target_lost_fraction"`
 	TargetPairsLeftFraction float64        `json:"target_pairs_left_fraction"`
+
+	// The independent reference: GNU wget -r -np -l inf (wgetref_test.go).
+	WgetSavedFiles      int            `json:"wget_saved_files"`
+	WgetHTMLPages       int            `json:"wget_html_pages"`            // HTML responses with status 200
+	WgetPages           int            `json:"wget_html_pages_with_words"` // the reference pages
+	WgetRequests        int            `json:"wget_requests"`
+	WgetErrors          map[string]int `json:"wget_errors"` // error lines of wget's log, by message
+	WgetKeptByURL       int            `json:"wget_pages_kept_by_url"`
+	WgetRepresented     int            `json:"wget_pages_represented"`
+	WgetLost            int            `json:"wget_lost"`
+	WgetLostFraction    float64        `json:"wget_lost_fraction"`
+	WgetLostPages       []lostPage     `json:"wget_lost_pages"`
+	WgetLostByCause     map[string]int `json:"wget_lost_by_cause"`
+	WgetSeconds         float64        `json:"wget_seconds"`          // wget's run
+	WgetAnalysisSeconds float64        `json:"wget_analysis_seconds"` // reading, parsing and measuring what it saved
+
+	// Pages (HTML with words) in one reference and not the other; for the
+	// Horseshoe reference only those inside the seed prefixes count.
+	WgetPagesNotInReference int `json:"wget_pages_not_in_reference"`
+	ReferencePagesNotInWget int `json:"reference_pages_inside_seed_prefixes_not_in_wget"`
 }
 
 func TestCorpusQuality(t *testing.T) {
@@ -128,6 +151,19 @@ func TestCorpusQuality(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	def := configs.Default()
+	det, err := dedup.New(crawl.DedupOptions(def.Dedup))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The independent reference, GNU wget's crawl (wgetref_test.go), runs
+	// first: its servers run in this process, and they answer faster while
+	// the heap holds no shingle index. Without wget it is skipped (a failure
+	// under CI), and so is its measure below.
+	var wref *crawlRecords
+	var wfig wgetFigures
+	t.Run("wget", func(t *testing.T) { wref, wfig = wgetReference(t, root, c.manifest, c.web, det) })
+
 	// The reference crawl runs against its own servers over the same tree, so
 	// that the request logs of c.web, which other tests check, stay those of
 	// the default crawl alone. URLs are mapped back to c.web's ports.
@@ -142,7 +178,6 @@ func TestCorpusQuality(t *testing.T) {
 		seeds2 = append(seeds2, web2.URL(m.Host, m.Prefix))
 	}
 
-	def := configs.Default()
 	cfgPath := filepath.Join(t.TempDir(), "reference.yaml")
 	yml := fmt.Sprintf("crawl:\n  scope: %s\n  skip_duplicate_links: false\nmirror:\n  enabled: false\n", def.Crawl.Scope)
 	if err := os.WriteFile(cfgPath, []byte(yml), 0o644); err != nil {
@@ -158,10 +193,6 @@ func TestCorpusQuality(t *testing.T) {
 	refElapsed := time.Since(start)
 
 	start = time.Now()
-	det, err := dedup.New(crawl.DedupOptions(def.Dedup))
-	if err != nil {
-		t.Fatal(err)
-	}
 	identity := func(u string) string { return u }
 	dflt, err := loadCrawl(c.data, det, identity, nil)
 	if err != nil {
@@ -204,7 +235,12 @@ func TestCorpusQuality(t *testing.T) {
 		t.Errorf("the reference crawl fetched %d HTML pages, fewer than the default crawl's %d", len(ref.pages), len(dflt.pages))
 	}
 
-	measureLost(t, &res, c.seeds, dflt, ref)
+	kept := newKeptSets(dflt)
+	res.DefaultKept = len(kept.sets)
+	lost := measureLost(c.seeds, kept, ref)
+	res.ReferenceInsidePrefix, res.ReferenceKeptByURL, res.ReferenceRepresented = lost.insidePrefix, lost.keptByURL, lost.represented
+	res.Lost, res.LostFraction, res.LostInsidePrefix = lost.lost, lost.fraction, lost.lostInside
+	res.LostPages, res.LostByCause = lost.lostPages, lost.byCause
 	measurePairs(t, &res, dflt)
 	res.AnalysisSeconds = time.Since(start).Seconds()
 
@@ -214,21 +250,18 @@ func TestCorpusQuality(t *testing.T) {
 		res.DefaultRecords, res.DefaultSkipped, res.DefaultFetched, res.DefaultKept, res.DefaultRequests)
 	t.Logf("reference crawl (every link, no mirror handling): %d page records, %d HTML pages with words, %d requests, %s",
 		res.ReferenceRecords, res.ReferencePages, res.ReferenceRequests, refElapsed.Round(time.Millisecond))
-	t.Logf("content lost: %d of %d reference pages (%.3f%%; %d inside seed prefixes); %d kept by URL, %d represented with J >= %.2f",
-		res.Lost, res.ReferencePages, 100*res.LostFraction, res.LostInsidePrefix, res.ReferenceKeptByURL,
-		res.ReferenceRepresented, lostJaccard)
-	for _, cause := range slices.Sorted(maps.Keys(res.LostByCause)) {
-		t.Logf("  %d lost: %s", res.LostByCause[cause], cause)
-	}
-	for _, l := range res.LostPages {
-		t.Logf("  lost %s best J %.3f (%s): %s", l.URL, l.BestJ, l.BestURL, l.Reason)
-	}
+	logLost(t, "the reference crawl", lost)
 	t.Logf("pairs with J >= %.2f among fetched pages: %d; left among kept pages: %d (%.2f%%)",
 		pairJaccard, res.PairsAt95, res.PairsLeft, 100*res.PairsLeftFraction)
 	for _, p := range res.LeftPairs {
 		t.Logf("  left %s ~ %s J %.3f", p.A, p.B, p.J)
 	}
 	t.Logf("tokens checked against a re-parse: %d (%d differ); analysis %.1fs", res.TokensChecked, res.TokenMismatches, res.AnalysisSeconds)
+
+	// The independent reference: the same measure against GNU wget's crawl.
+	if wref != nil {
+		measureWget(t, c.seeds, kept, ref, wref, wfig, &res)
+	}
 
 	if out := os.Getenv(qualityOutEnv); out != "" {
 		b, err := json.MarshalIndent(res, "", "  ")
@@ -239,107 +272,154 @@ func TestCorpusQuality(t *testing.T) {
 			t.Fatalf("write %s: %v", out, err)
 		}
 	}
-	if res.LostFraction >= maxLostFraction {
-		t.Errorf("content lost: %d of %d reference pages (%.3f%%), target under %.1f%%",
-			res.Lost, res.ReferencePages, 100*res.LostFraction, 100*maxLostFraction)
-	}
 	if res.PairsLeftFraction >= maxPairsLeftFraction {
 		t.Errorf("pairs left: %d of %d pairs with J >= %.2f (%.2f%%), target under %.0f%%",
 			res.PairsLeft, res.PairsAt95, pairJaccard, 100*res.PairsLeftFraction, 100*maxPairsLeftFraction)
 	}
 }
 
-// measureLost fills the content-lost fields of res. A reference page is kept
-// when the default crawl kept its URL; otherwise it is represented when some
-// kept page has exact J >= lostJaccard. The usual witnesses are checked first
-// (a kept page with the identical shingle set; the original the default crawl
-// named for the URL, as a duplicate or as a mirror copy); the remaining pages
-// get their exact best J over an inverted index of every kept set.
-func measureLost(t *testing.T, res *qualityResult, seeds []string, dflt, ref *crawlRecords) {
+// lostFigures is the content-lost measure of the default crawl against one
+// reference crawl.
+type lostFigures struct {
+	pages        int // reference HTML pages with words
+	insidePrefix int // of them, inside the seed prefixes
+	keptByURL    int
+	represented  int
+	lost         int
+	lostInside   int
+	fraction     float64
+	lostPages    []lostPage // the first maxListed
+	byCause      map[string]int
+}
+
+// measureLost measures the content the default crawl lost against ref. A
+// reference page is kept when the default crawl kept its URL; otherwise it is
+// represented when some kept page has exact J >= lostJaccard. The usual
+// witnesses are checked first (a kept page with the identical shingle set; the
+// original the default crawl named for the URL, as a duplicate or as a mirror
+// copy); the remaining pages get their exact best J over an inverted index of
+// every kept set.
+func measureLost(seeds []string, kept *keptSets, ref *crawlRecords) lostFigures {
+	res := lostFigures{pages: len(ref.pages)}
+	for i := range ref.pages {
+		p := &ref.pages[i]
+		in := insidePrefix(p.url, seeds)
+		if in {
+			res.insidePrefix++
+		}
+		if _, ok := kept.at[p.url]; ok {
+			res.keptByURL++
+			continue
+		}
+		if kept.representedByWitness(p) {
+			res.represented++
+			continue
+		}
+		bj, bk := kept.best(p.set)
+		if bj >= lostJaccard {
+			res.represented++
+			continue
+		}
+		res.lost++
+		if in {
+			res.lostInside++
+		}
+		cause, reason := lossReason(p, kept.dflt, ref)
+		if res.byCause == nil {
+			res.byCause = map[string]int{}
+		}
+		res.byCause[cause]++
+		if len(res.lostPages) < maxListed {
+			lp := lostPage{URL: p.url, BestJ: bj, InNP: in, Reason: reason}
+			if bk >= 0 {
+				lp.BestURL = kept.urls[bk]
+			}
+			res.lostPages = append(res.lostPages, lp)
+		}
+	}
+	if len(ref.pages) > 0 {
+		res.fraction = float64(res.lost) / float64(len(ref.pages))
+	}
+	return res
+}
+
+// logLost logs the content-lost figures against one reference: the counts,
+// the losses grouped by cause and the first lost pages.
+func logLost(t *testing.T, reference string, f lostFigures) {
 	t.Helper()
-	var kept [][]uint64
-	var keptURLs []string
-	keptAt := map[string]int{}  // URL -> index into kept
-	bySet := map[uint64][]int{} // set digest -> indexes into kept
+	t.Logf("content lost against %s: %d of %d pages (%.3f%%; %d inside seed prefixes); %d kept by URL, %d represented with J >= %.2f",
+		reference, f.lost, f.pages, 100*f.fraction, f.lostInside, f.keptByURL, f.represented, lostJaccard)
+	for _, cause := range slices.Sorted(maps.Keys(f.byCause)) {
+		t.Logf("  %d lost: %s", f.byCause[cause], cause)
+	}
+	for _, l := range f.lostPages {
+		t.Logf("  lost %s best J %.3f (%s): %s", l.URL, l.BestJ, l.BestURL, l.Reason)
+	}
+	if f.fraction >= maxLostFraction {
+		t.Errorf("content lost against %s: %d of %d pages (%.3f%%), target under %.1f%%",
+			reference, f.lost, f.pages, 100*f.fraction, 100*maxLostFraction)
+	}
+}
+
+// keptSets are the shingle sets of the pages the default crawl kept, with
+// the look-ups measureLost needs; one serves every reference.
+type keptSets struct {
+	dflt  *crawlRecords
+	sets  [][]uint64
+	urls  []string
+	at    map[string]int     // URL -> index into sets
+	bySet map[uint64][]int   // set digest -> indexes into sets
+	index map[uint64][]int32 // shingle -> indexes into sets; built on first use
+}
+
+func newKeptSets(dflt *crawlRecords) *keptSets {
+	k := &keptSets{dflt: dflt, at: map[string]int{}, bySet: map[uint64][]int{}}
 	for i := range dflt.pages {
 		p := &dflt.pages[i]
 		if p.class != storage.ClassUnique {
 			continue
 		}
-		keptAt[p.url] = len(kept)
-		bySet[setDigest(p.set)] = append(bySet[setDigest(p.set)], len(kept))
-		kept = append(kept, p.set)
-		keptURLs = append(keptURLs, p.url)
+		d := setDigest(p.set)
+		k.at[p.url] = len(k.sets)
+		k.bySet[d] = append(k.bySet[d], len(k.sets))
+		k.sets = append(k.sets, p.set)
+		k.urls = append(k.urls, p.url)
 	}
-	res.DefaultKept = len(kept)
-	var index map[uint64][]int32
-	for i := range ref.pages {
-		p := &ref.pages[i]
-		in := insidePrefix(p.url, seeds)
-		if in {
-			res.ReferenceInsidePrefix++
-		}
-		if _, ok := keptAt[p.url]; ok {
-			res.ReferenceKeptByURL++
-			continue
-		}
-		if representedByWitness(p, kept, keptAt, bySet, dflt) {
-			res.ReferenceRepresented++
-			continue
-		}
-		if index == nil {
-			index = map[uint64][]int32{}
-			for k, s := range kept {
-				for _, v := range s {
-					index[v] = append(index[v], int32(k))
-				}
+	return k
+}
+
+// best returns the highest exact Jaccard of q against the kept sets and the
+// index of that set (-1 when q shares no shingle with any).
+func (k *keptSets) best(q []uint64) (float64, int) {
+	if k.index == nil {
+		k.index = map[uint64][]int32{}
+		for i, s := range k.sets {
+			for _, v := range s {
+				k.index[v] = append(k.index[v], int32(i))
 			}
 		}
-		bj, bk := bestKept(p.set, kept, index)
-		if bj >= lostJaccard {
-			res.ReferenceRepresented++
-			continue
-		}
-		res.Lost++
-		if in {
-			res.LostInsidePrefix++
-		}
-		cause, reason := lossReason(p, dflt, ref)
-		if res.LostByCause == nil {
-			res.LostByCause = map[string]int{}
-		}
-		res.LostByCause[cause]++
-		if len(res.LostPages) < maxListed {
-			lp := lostPage{URL: p.url, BestJ: bj, InNP: in, Reason: reason}
-			if bk >= 0 {
-				lp.BestURL = keptURLs[bk]
-			}
-			res.LostPages = append(res.LostPages, lp)
-		}
 	}
-	if len(ref.pages) > 0 {
-		res.LostFraction = float64(res.Lost) / float64(len(ref.pages))
-	}
+	return bestKept(q, k.sets, k.index)
 }
 
 // representedByWitness reports whether a kept page with the same shingle
 // set as p, or the original the default crawl named for p's URL (following
 // a chain of mirror skips), has J >= lostJaccard with p.
-func representedByWitness(p *qualityPage, kept [][]uint64, keptAt map[string]int, bySet map[uint64][]int, dflt *crawlRecords) bool {
-	for _, k := range bySet[setDigest(p.set)] {
-		if slices.Equal(kept[k], p.set) {
+func (k *keptSets) representedByWitness(p *qualityPage) bool {
+	for _, i := range k.bySet[setDigest(p.set)] {
+		if slices.Equal(k.sets[i], p.set) {
 			return true
 		}
 	}
 	u := p.url
 	for hops := 0; hops < 8; hops++ {
-		r, ok := dflt.byURL[u]
+		r, ok := k.dflt.byURL[u]
 		if !ok || r.dupOf == "" {
 			return false
 		}
 		u = r.dupOf
-		if k, ok := keptAt[u]; ok {
-			return dedupeval.Jaccard(p.set, kept[k]) >= lostJaccard
+		if i, ok := k.at[u]; ok {
+			return dedupeval.Jaccard(p.set, k.sets[i]) >= lostJaccard
 		}
 	}
 	return false
@@ -588,10 +668,7 @@ func loadCrawl(dir string, det *dedup.Detector, mapURL func(string) string, need
 		if needSet != nil && !needSet(u) {
 			return nil
 		}
-		shingles = det.Shingles(tokens, shingles[:0])
-		set := slices.Clone(shingles)
-		slices.Sort(set)
-		cr.pages[n].set = slices.Clip(slices.Compact(set))
+		cr.pages[n].set, shingles = shingleSet(det, tokens, shingles)
 		return nil
 	})
 	if err != nil {
@@ -609,6 +686,15 @@ func loadCrawl(dir string, det *dedup.Detector, mapURL func(string) string, need
 		return nil, fmt.Errorf("skipped: %w", err)
 	}
 	return cr, nil
+}
+
+// shingleSet returns the sorted, distinct looped-shingle fingerprints of
+// tokens; buf is scratch space, returned for reuse.
+func shingleSet(det *dedup.Detector, tokens []string, buf []uint64) (set, _ []uint64) {
+	buf = det.Shingles(tokens, buf[:0])
+	set = slices.Clone(buf)
+	slices.Sort(set)
+	return slices.Clip(slices.Compact(set)), buf
 }
 
 // reparseMatches parses the stored raw response of p as the crawl did and
@@ -629,18 +715,31 @@ func reparseMatches(db *storage.DB, p *storage.Page, tokens []string) (bool, err
 	if err != nil {
 		return false, fmt.Errorf("raw body of %s: %w", p.URL, err)
 	}
-	body, _ := fetch.ToUTF8(rawBody, resp.Header.Get("Content-Type"))
 	base := p.URL
 	if p.FinalURL != "" {
 		base = p.FinalURL
 	}
-	bu, err := url.Parse(base)
+	doc, err := parseLikeCrawl(rawBody, resp.Header.Get("Content-Type"), base)
 	if err != nil {
-		return false, fmt.Errorf("page URL %s: %w", base, err)
-	}
-	doc, err := parse.Parse(body, bu, parse.Options{BotName: configs.Default().Fetch.RobotsAgent, MaxTokens: 1 << 20})
-	if err != nil {
-		return false, fmt.Errorf("parse %s: %w", p.URL, err)
+		return false, fmt.Errorf("%s: %w", p.URL, err)
 	}
 	return slices.Equal(doc.Tokens, tokens), nil
+}
+
+// parseLikeCrawl parses an HTML response body fetched from pageURL (the URL
+// after redirects) as the crawl does: converted to UTF-8 by fetch.ToUTF8
+// (BOM, Content-Type charset, <meta>, then sniffing), then parse.Parse with
+// the default configuration's parse options.
+func parseLikeCrawl(rawBody []byte, contentType, pageURL string) (*parse.Document, error) {
+	body, _ := fetch.ToUTF8(rawBody, contentType)
+	bu, err := url.Parse(pageURL)
+	if err != nil {
+		return nil, fmt.Errorf("page URL %s: %w", pageURL, err)
+	}
+	def := configs.Default()
+	doc, err := parse.Parse(body, bu, parse.Options{URLTokens: def.Dedup.URLTokens, BotName: def.Fetch.RobotsAgent, MaxTokens: 1 << 20})
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %w", pageURL, err)
+	}
+	return doc, nil
 }
