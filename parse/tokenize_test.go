@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestTokenize(t *testing.T) {
@@ -145,4 +146,67 @@ func TestTokenizeSegmentation(t *testing.T) {
 			t.Errorf("Tokenize(%q) = %q, slow path gives %q", in, got, ref.dst)
 		}
 	}
+}
+
+// tokenizeBytewise is a plain restatement of Tokenize's ASCII fast path
+// (strings.ToLower for the lower-casing, a slice per stretch for the slow
+// path): the reference for FuzzTokenize.
+func tokenizeBytewise(text string) []string {
+	var out []string
+	n := len(text)
+	for i := 0; i < n; {
+		c := byteClass[text[i]]
+		if c == clsDelim {
+			i++
+			continue
+		}
+		start := i
+		for i < n {
+			if c = byteClass[text[i]]; c == clsDelim || c == clsNonASCII {
+				break
+			}
+			i++
+		}
+		if i < n && c == clsNonASCII {
+			rs := start
+			if rs == i && rs > 0 && byteClass[text[rs-1]] == clsDelim {
+				rs--
+			}
+			re := slowEnd(text, i)
+			t := tokenizer{}
+			t.slow(text[rs:re])
+			out = append(out, t.dst...)
+			i = re
+			continue
+		}
+		out = append(out, strings.ToLower(text[start:i]))
+	}
+	return out
+}
+
+// FuzzTokenize: Tokenize gives the tokens of the plain restatement, and on
+// valid UTF-8 the tokens of the normalizing path alone.
+func FuzzTokenize(f *testing.F) {
+	for _, s := range []string{
+		"Plain ASCII Text, with Punctuation!", "abcdefgh ABCDEFGH abcdefghijklmnopq",
+		"ASCII then ünïcode THEN ascii", "x\u0301y z\u0338 A\u030a", "ﬁ ﬂ ﬃ Ⅻ ① ㎏ ｶﾀｶﾅ",
+		"İstanbul ǅemal ß ẞ", "0123456789:;<=>?@[\\]^_`{|}~", "\xff\xfeABCDEFGHIJ\x80z",
+		strings.Repeat("Wordy_words-and MORE words.", 9),
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := Tokenize(nil, s)
+		if want := tokenizeBytewise(s); !slices.Equal(got, want) {
+			t.Fatalf("Tokenize(%q) = %q, restated %q", s, got, want)
+		}
+		if !utf8.ValidString(s) {
+			return
+		}
+		var ref tokenizer
+		ref.slow(s)
+		if !slices.Equal(got, ref.dst) {
+			t.Fatalf("Tokenize(%q) = %q, slow path gives %q", s, got, ref.dst)
+		}
+	})
 }
