@@ -218,11 +218,20 @@ func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []s
 			return usagef("no seed URLs given (and %s holds no crawl to resume)", dataDir)
 		}
 	}
+	// The detector checks the dedup settings as a whole (k*s against the
+	// samples, say) before anything is written to the store.
+	det, err := dedup.New(crawl.DedupOptions(cfg.Dedup))
+	if err != nil {
+		return usageError{err}
+	}
 	db, err := storage.Open(dataDir, storage.Options{SyncWrites: cfg.Storage.SyncWrites, MinFreeBytes: cfg.Storage.MinFreeBytes, Logger: logger})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	if err := checkSignatureSettings(db, cfg); err != nil {
+		return err
+	}
 
 	stored, err := storedSeeds(db)
 	if err != nil {
@@ -245,9 +254,6 @@ func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []s
 		}
 	}
 
-	if err := checkSignatureSettings(db, cfg); err != nil {
-		return err
-	}
 	if b, err := yaml.Marshal(cfg); err == nil {
 		if err := db.PutMeta("config", b); err != nil {
 			return fmt.Errorf("storage: %w", err)
@@ -279,11 +285,6 @@ func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []s
 			TTL:           cfg.Politeness.RobotsTTL.D(),
 			RetryInterval: cfg.Politeness.RobotsRetry.D(),
 		}, crawl.RobotsStore{DB: db}, nil)
-	}
-
-	det, err := dedup.New(crawl.DedupOptions(cfg.Dedup))
-	if err != nil {
-		return usageError{err}
 	}
 
 	fopts := frontier.Options{
@@ -392,11 +393,14 @@ func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []s
 
 // checkSignatureSettings refuses to resume a crawl with dedup settings that
 // change how a page's signature is made (shingle width, samples, the
-// supershingle shape, simhash weighting, URL tokens): the index is rebuilt
-// from the stored signatures, and signatures made two ways cannot be
-// compared (their Jaccard estimates would be meaningless). Settings used only
-// when searching (threshold, filter_r, simhash_k, the simhash index and its
-// parameters) may change between runs.
+// supershingle shape, simhash weighting, URL tokens). The index is rebuilt
+// from the stored signatures: signatures made two ways would miss each other
+// in it (other supershingles, other simhashes), or could not be compared at
+// all (other sketches), and duplicates of earlier pages would be kept.
+// Settings used only when searching (threshold, filter_r, simhash_k, the
+// simhash index and its parameters) may change between runs. A store without
+// signatures (a first run that fetched no HTML page) accepts any settings.
+// It runs before the resumed run writes anything.
 func checkSignatureSettings(db *storage.DB, cfg configs.Config) error {
 	b, err := db.GetMeta("config")
 	if errors.Is(err, storage.ErrNotFound) {
@@ -405,7 +409,18 @@ func checkSignatureSettings(db *storage.DB, cfg configs.Config) error {
 	if err != nil {
 		return fmt.Errorf("storage: %w", err)
 	}
-	prev := configs.Default() // keys an older version did not write keep their defaults
+	errSigned := errors.New("signed")
+	switch err := db.ForEachSignature(func(uint64, []byte) error { return errSigned }); {
+	case err == nil:
+		return nil // nothing signed yet
+	case !errors.Is(err, errSigned):
+		return fmt.Errorf("storage: %w", err)
+	}
+	// Only the dedup section is read, over the defaults: keys an older
+	// version did not write keep the values it signed with.
+	prev := struct {
+		Dedup configs.Dedup `yaml:"dedup"`
+	}{configs.Default().Dedup}
 	if err := yaml.Unmarshal(b, &prev); err != nil {
 		return fmt.Errorf("storage: the stored config is unreadable: %w", err)
 	}

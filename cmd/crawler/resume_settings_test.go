@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -20,9 +23,9 @@ import (
 func TestResumeRefusesOtherSignatureSettings(t *testing.T) {
 	_, seeds := startDemo(t)
 	data := filepath.Join(t.TempDir(), "data")
-	crawlWith := func(yml string, seeds ...string) error {
+	crawlWith := func(yml string, maxPages int, seeds ...string) error {
 		t.Helper()
-		args := []string{"crawl", "--data", data, "--delay", "0", "--quiet", "--max-pages", "4"}
+		args := []string{"crawl", "--data", data, "--delay", "0", "--quiet", "--max-pages", strconv.Itoa(maxPages)}
 		if yml != "" {
 			path := filepath.Join(t.TempDir(), "config.yaml")
 			if err := os.WriteFile(path, []byte(yml), 0o644); err != nil {
@@ -33,10 +36,13 @@ func TestResumeRefusesOtherSignatureSettings(t *testing.T) {
 		var so, se bytes.Buffer
 		return run(context.Background(), append(args, seeds...), &so, &se)
 	}
-	if err := crawlWith("", seeds...); err != nil {
+	if err := crawlWith("", 4, seeds...); err != nil {
 		t.Fatalf("first crawl: %v", err)
 	}
+	metaBefore := readMeta(t, data, "config", "seeds")
+	pagesBefore := countPages(t, data)
 
+	newSeed := seeds[0] + "refused-run-seed" // a 404 on the demo web: quick even if a regression crawled it
 	for _, c := range []struct{ yml, want string }{
 		{"dedup:\n  shingle_words: 4\n", "dedup.shingle_words 5 (now 4)"},
 		{"dedup:\n  samples: 96\n", "dedup.samples 84 (now 96)"},
@@ -44,26 +50,118 @@ func TestResumeRefusesOtherSignatureSettings(t *testing.T) {
 		{"dedup:\n  simhash_weight: tf\n", "dedup.simhash_weight uniform (now tf)"},
 		{"dedup:\n  url_tokens: true\n", "dedup.url_tokens false (now true)"},
 	} {
-		err := crawlWith(c.yml)
+		err := crawlWith(c.yml, 100, newSeed) // a new seed too: it must not be remembered
 		var ue usageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("resume with %q: got %v, want a usage error naming %q", c.yml, err, c.want)
 		}
 	}
-	// The refusals left the stored settings alone.
+	// The refusals wrote nothing: the same settings, seeds and pages.
+	if after := readMeta(t, data, "config", "seeds"); !maps.Equal(after, metaBefore) {
+		t.Errorf("a refused resume changed the store's meta:\nbefore %q\nafter  %q", metaBefore, after)
+	}
+	if n := countPages(t, data); n != pagesBefore {
+		t.Errorf("a refused resume recorded pages: %d, was %d", n, pagesBefore)
+	}
+
+	// A config written by an older version lacks the newer keys: they read
+	// as the defaults that version signed with.
+	old := regexp.MustCompile(`(?m)^\s*(simhash_weight|psm_budget|bphs_blocks|bphs_header):.*\n`).ReplaceAllString(metaBefore["config"], "")
+	if old == metaBefore["config"] {
+		t.Fatal("the stored config has none of the newer keys to remove")
+	}
+	writeMeta(t, data, "config", old)
+	if err := crawlWith("dedup:\n  simhash_weight: tf\n", 100); err == nil || !strings.Contains(err.Error(), "simhash_weight uniform (now tf)") {
+		t.Errorf("older store, simhash_weight tf: got %v, want a refusal", err)
+	}
+
+	// Search-side settings may change: the index is rebuilt from the same
+	// signatures and searched otherwise, and the crawl goes on.
+	yml := "dedup:\n  threshold: 0.9\n  simhash_k: 2\n  simhash_index: bphs\n  bphs_blocks: 6\n  bphs_header: 2\n  psm_budget: 8\n  filter: custom\n  filter_k: 6\n  filter_s: 14\n  filter_r: 3\n"
+	if err := crawlWith(yml, 100); err != nil {
+		t.Fatalf("resume with search-side changes refused: %v", err)
+	}
+	if n := countPages(t, data); n <= pagesBefore {
+		t.Errorf("the resumed crawl recorded no new page (%d, was %d)", n, pagesBefore)
+	}
+}
+
+// A store that holds no signature yet (its first run signed no page)
+// resumes with any settings; an invalid config writes no store at all.
+func TestResumeWithoutSignaturesAcceptsAnySettings(t *testing.T) {
+	_, seeds := startDemo(t)
+	data := filepath.Join(t.TempDir(), "data")
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("dedup:\n  samples: 50\n"), 0o644); err != nil { // 6 x 14 samples do not fit
+		t.Fatal(err)
+	}
+	var so, se bytes.Buffer
+	err := run(context.Background(), append([]string{"crawl", "--data", data, "--delay", "0", "--quiet", "--config", bad}, seeds...), &so, &se)
+	var ue usageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "samples") {
+		t.Fatalf("invalid dedup settings: got %v, want a usage error about samples", err)
+	}
+	if _, err := os.Stat(filepath.Join(data, "MANIFEST")); err == nil {
+		t.Error("an invalid config left a store behind")
+	}
+
 	db, err := storage.Open(data, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := db.GetMeta("config")
+	err = db.PutMeta("config", []byte("dedup:\n  shingle_words: 4\n  samples: 96\n"))
 	db.Close()
-	if err != nil || !strings.Contains(string(b), "shingle_words: 5") || !strings.Contains(string(b), "simhash_weight: uniform") {
-		t.Errorf("stored config changed by a refused resume (err %v):\n%s", err, b)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if err := run(context.Background(), append([]string{"crawl", "--data", data, "--delay", "0", "--quiet", "--max-pages", "3"}, seeds...), &so, &se); err != nil {
+		t.Fatalf("a store without signatures refused other settings: %v", err)
+	}
+	if n := countPages(t, data); n == 0 {
+		t.Error("the crawl recorded no page")
+	}
+}
 
-	// Search-side settings may change: the same signatures, searched otherwise.
-	yml := "dedup:\n  threshold: 0.9\n  simhash_k: 2\n  simhash_index: bphs\n  psm_budget: 8\n  filter: custom\n  filter_k: 6\n  filter_s: 14\n  filter_r: 3\n"
-	if err := crawlWith(yml); err != nil {
-		t.Errorf("resume with search-side changes refused: %v", err)
+func readMeta(t *testing.T, data string, keys ...string) map[string]string {
+	t.Helper()
+	db, err := storage.Open(data, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer db.Close()
+	m := map[string]string{}
+	for _, k := range keys {
+		b, err := db.GetMeta(k)
+		if err != nil {
+			t.Fatalf("meta %s: %v", k, err)
+		}
+		m[k] = string(b)
+	}
+	return m
+}
+
+func writeMeta(t *testing.T, data, key, value string) {
+	t.Helper()
+	db, err := storage.Open(data, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.PutMeta(key, []byte(value)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func countPages(t *testing.T, data string) int {
+	t.Helper()
+	db, err := storage.Open(data, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	n := 0
+	if err := db.ForEachPage(func(*storage.Page) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
