@@ -26,6 +26,7 @@ FUZZMINIMIZETIME="${FUZZMINIMIZETIME:-10s}"
 targets=(
 	./frontier/:FuzzCanonicalize
 	./parse/:FuzzParse
+	./parse/:FuzzTokenize
 	./fetch/:FuzzRobots
 	./dedup/:FuzzSign
 	./export/:FuzzWARCRoundTrip
