@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -105,15 +106,7 @@ func TestResumeWithoutSignaturesAcceptsAnySettings(t *testing.T) {
 		t.Error("an invalid config left a store behind")
 	}
 
-	db, err := storage.Open(data, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.PutMeta("config", []byte("dedup:\n  shingle_words: 4\n  samples: 96\n"))
-	db.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	writeMeta(t, data, "config", "dedup:\n  shingle_words: 4\n  samples: 96\n")
 	if err := run(context.Background(), append([]string{"crawl", "--data", data, "--delay", "0", "--quiet", "--max-pages", "3"}, seeds...), &so, &se); err != nil {
 		t.Fatalf("a store without signatures refused other settings: %v", err)
 	}
@@ -122,46 +115,45 @@ func TestResumeWithoutSignaturesAcceptsAnySettings(t *testing.T) {
 	}
 }
 
-func readMeta(t *testing.T, data string, keys ...string) map[string]string {
+// withStore opens the crawl store in data for fn and closes it after.
+func withStore(t *testing.T, data string, fn func(db *storage.DB) error) {
 	t.Helper()
 	db, err := storage.Open(data, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	m := map[string]string{}
-	for _, k := range keys {
-		b, err := db.GetMeta(k)
-		if err != nil {
-			t.Fatalf("meta %s: %v", k, err)
-		}
-		m[k] = string(b)
+	if err := fn(db); err != nil {
+		t.Fatal(err)
 	}
+}
+
+func readMeta(t *testing.T, data string, keys ...string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	withStore(t, data, func(db *storage.DB) error {
+		for _, k := range keys {
+			b, err := db.GetMeta(k)
+			if err != nil {
+				return fmt.Errorf("meta %s: %w", k, err)
+			}
+			m[k] = string(b)
+		}
+		return nil
+	})
 	return m
 }
 
 func writeMeta(t *testing.T, data, key, value string) {
 	t.Helper()
-	db, err := storage.Open(data, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.PutMeta(key, []byte(value)); err != nil {
-		t.Fatal(err)
-	}
+	withStore(t, data, func(db *storage.DB) error { return db.PutMeta(key, []byte(value)) })
 }
 
 func countPages(t *testing.T, data string) int {
 	t.Helper()
-	db, err := storage.Open(data, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	n := 0
-	if err := db.ForEachPage(func(*storage.Page) error { n++; return nil }); err != nil {
-		t.Fatal(err)
-	}
+	withStore(t, data, func(db *storage.DB) error {
+		return db.ForEachPage(func(*storage.Page) error { n++; return nil })
+	})
 	return n
 }
