@@ -18,6 +18,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"math/bits"
+	"slices"
 	"sync"
 	"unsafe"
 )
@@ -116,10 +117,15 @@ func (d *Detector) Shingles(tokens []string, dst []uint64) []uint64 {
 	if n == 0 {
 		return dst
 	}
-	u := make([]uint64, n+d.sg.w-1)
+	b := d.sg.pool.Get().(*signBuf)
+	defer d.sg.pool.Put(b)
+	b.tok = grow(b.tok, n+d.sg.w-1)
+	if cap(b.lens) < n {
+		b.lens = make([]uint8, n, n+n/4)
+	}
 	start := len(dst)
-	dst = append(dst, make([]uint64, n)...)
-	d.sg.fingerprint(tokens, u, dst[start:])
+	dst = slices.Grow(dst, n)[:start+n]
+	d.sg.fingerprint(tokens, b.tok, dst[start:], b.lens[:n], &b.stream)
 	return dst
 }
 

@@ -65,19 +65,28 @@ func FuzzSign(f *testing.F) {
 			t.Fatalf("binary round trip changed the signature:\n%+v\n%+v", sig, &back)
 		}
 		if n := len(tokens); n > 0 {
-			// The one-pass fingerprints equal tokens-then-shingles, and the
-			// vector min-hash (where the CPU runs it) the portable one.
+			// The fingerprints Sign computes (vector kernels where the CPU
+			// has them, else the one-pass table code) equal the table code's
+			// tokens-then-shingles, and the vector min-hash (where the CPU
+			// runs it) the portable one.
 			sg := det.sg
 			u, xs := make([]uint64, n+sg.w-1), make([]uint64, n)
-			exact := sg.fingerprint(tokens, u, xs)
+			exact := sg.fingerprint(tokens, u, xs, make([]uint8, len(tokens)), new([]byte))
+			u1, xs1 := make([]uint64, n+sg.w-1), make([]uint64, n)
+			setShingleVector(t, false)
+			exact1 := sg.fingerprint(tokens, u1, xs1, make([]uint8, len(tokens)), new([]byte))
 			u2, xs2 := make([]uint64, n+sg.w-1), make([]uint64, n)
 			exact2 := sg.tokens(tokens, u2)
 			for i := n; i < n+sg.w-1; i++ {
 				u2[i] = u2[(i-n)%n]
 			}
 			sg.shingles(u2, xs2)
+			setShingleVector(t, true)
 			if exact != exact2 || !slices.Equal(xs, xs2) || !slices.Equal(u, u2) {
-				t.Fatalf("one-pass fingerprints differ from tokens+shingles")
+				t.Fatalf("fingerprints differ from the table code's tokens+shingles")
+			}
+			if exact1 != exact2 || !slices.Equal(xs1, xs2) || !slices.Equal(u1, u2) {
+				t.Fatalf("one-pass table fingerprints differ from tokens+shingles")
 			}
 			for i := range xs {
 				xs[i] = mix64(xs[i])

@@ -1,6 +1,7 @@
 package dedup
 
 import (
+	"encoding/binary"
 	"math"
 	"math/bits"
 	"sync"
@@ -33,6 +34,11 @@ type signer struct {
 	out                  *mulTable // multiplication by X^(w+1), X = x^64 (slides a token out)
 	slideConst           uint64    // e0*X^(w+1) ^ e0*X^w
 
+	pow []uint64   // pow[j] = X^(w-j) (PolyShingle): a shingle is e0*X^w + sum u[i+j]*pow[j]
+	clk [3]uint64  // the vector shingle kernel's q, mu (barrettMu) and e0*X^w
+	tk  [10]uint64 // the vector token kernel's x^(8l) (l = 1..7; x^64 at 0), q and mu (PolyText)
+	fk  [18]uint64 // the vector stream kernel's constants (see foldAVX512)
+
 	prefSeed, prefMul []uint64 // per 8-sample word: prefix hash (x ^ seed) * mul
 	tailSeed          []uint64 // per sample: tie-break hash mix64(x ^ seed)
 
@@ -43,10 +49,12 @@ type signer struct {
 }
 
 type signBuf struct {
-	tok   []uint64 // per-token fingerprints, looped: len n+w-1
-	xs    []uint64 // mixed shingle fingerprints, one per shingle
-	uniq  []uint64 // distinct shingles
-	table []uint64 // open addressing set for uniq
+	tok    []uint64 // per-token fingerprints, looped: len n+w-1
+	lens   []uint8  // per-token byte counts for the vector token kernel
+	stream []byte   // the normalized stream, for the vector stream kernel
+	xs     []uint64 // mixed shingle fingerprints, one per shingle
+	uniq   []uint64 // distinct shingles
+	table  []uint64 // open addressing set for uniq
 }
 
 func newSigner(o Options) *signer {
@@ -65,6 +73,21 @@ func newSigner(o Options) *signer {
 	xw1 := sh.Pow(64 * uint64(sg.w+1))
 	sg.out = newMulTable(sh, xw1)
 	sg.slideConst = sh.Mul(sg.e0, xw1) ^ sh.Mul(sg.e0, xw)
+	sg.pow = make([]uint64, sg.w)
+	for j := range sg.pow {
+		sg.pow[j] = sh.Pow(64 * uint64(sg.w-j))
+	}
+	sg.clk = [3]uint64{PolyShingle, barrettMu(PolyShingle), sh.Mul(sg.e0, xw)}
+	for l := range 8 {
+		sg.tk[l] = sg.text.Pow(8 * uint64(l))
+	}
+	sg.tk[0] = sg.text.Pow(64)
+	sg.tk[8], sg.tk[9] = PolyText, barrettMu(PolyText)
+	for i := range 4 {
+		sg.fk[2*i], sg.fk[2*i+1] = sg.text.Pow(575), sg.text.Pow(511)
+		sg.fk[8+2*i], sg.fk[9+2*i] = sg.text.Pow(64*uint64(8-2*i)), sg.text.Pow(64*uint64(7-2*i))
+	}
+	sg.fk[16], sg.fk[17] = PolyText, barrettMu(PolyText)
 
 	// Fixed pseudo-random constants: a splitmix64 stream from a fixed seed.
 	state := uint64(0x6a09e667f3bcc908)
@@ -100,7 +123,10 @@ func (sg *signer) sign(tokens []string) *Signature {
 
 	b.tok = grow(b.tok, n+sg.w-1)
 	b.xs = grow(b.xs, n)
-	sig.Exact = sg.fingerprint(tokens, b.tok, b.xs)
+	if cap(b.lens) < n {
+		b.lens = make([]uint8, n, n+n/4)
+	}
+	sig.Exact = sg.fingerprint(tokens, b.tok, b.xs, b.lens[:n], &b.stream)
 	for i, x := range b.xs {
 		b.xs[i] = mix64(x)
 	}
@@ -122,8 +148,18 @@ func (sg *signer) sign(tokens []string) *Signature {
 // one pass where the page is long enough: the two Rabin chains (the stream's
 // and the sliding shingle's) then overlap instead of running one after the
 // other.
-func (sg *signer) fingerprint(tokens []string, u, out []uint64) uint64 {
+func (sg *signer) fingerprint(tokens []string, u, out []uint64, lens []uint8, stream *[]byte) uint64 {
 	n, w := len(tokens), sg.w
+	if hasShingleVector && useShingleVector {
+		// CPUs with the vector kernels: the token pass, then the shingles,
+		// both mostly carry-less multiplications.
+		exact := sg.tokensVec(tokens, u, lens, stream)
+		for i := n; i < n+w-1; i++ {
+			u[i] = u[(i-n)%n]
+		}
+		sg.shingles(u, out)
+		return exact
+	}
 	if n < 2*w {
 		exact := sg.tokens(tokens, u)
 		for i := n; i < n+w-1; i++ {
@@ -210,17 +246,71 @@ func (sg *signer) tokens(tokens []string, u []uint64) uint64 {
 	return exact
 }
 
+// tokensVec is tokens for the vector kernels: the table code takes each
+// token's whole 8-byte words, the token kernel moves each token's last word
+// (with the separator) into place, eight tokens at a time, and the stream's
+// fingerprint comes from the stream kernel over a copy of the stream (one
+// 8-byte store per word). lens has room for a byte per token.
+func (sg *signer) tokensVec(tokens []string, u []uint64, lens []uint8, stream *[]byte) uint64 {
+	r := sg.text
+	lens = lens[:len(tokens)]
+	u = u[:len(tokens)]
+	buf := (*stream)[:cap(*stream)]
+	pos := 0
+	for i, t := range tokens {
+		if pos+len(t)+9 > len(buf) {
+			buf = append(buf[:pos], make([]byte, max(len(buf), len(t)+9, 4096))...)
+			buf = buf[:cap(buf)]
+		}
+		var f uint64
+		s := t
+		for len(s) >= 8 {
+			w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+				uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+			f = r.step8(f ^ w)
+			binary.LittleEndian.PutUint64(buf[pos:], w)
+			pos += 8
+			s = s[8:]
+		}
+		w := loadShort(s) | uint64(Separator)<<(8*len(s))
+		l := len(s) + 1
+		binary.LittleEndian.PutUint64(buf[pos:], w)
+		pos += l
+		u[i] = f ^ w
+		lens[i] = uint8(l & 7)
+	}
+	*stream = buf
+	for i := sg.tokensFast(u, lens); i < len(u); i++ {
+		u[i] = r.stepN(u[i], int(lens[i]-1)&7+1)
+	}
+	// The stream's fingerprint, Extend(Empty, stream): Empty folded into the
+	// first word for the kernel.
+	if pos < 64 || !hasShingleVector {
+		return r.Extend(r.Empty(), buf[:pos])
+	}
+	binary.LittleEndian.PutUint64(buf, binary.LittleEndian.Uint64(buf)^r.Empty())
+	exact, done := sg.foldFast(buf[:pos])
+	return r.Extend(exact, buf[done:pos])
+}
+
 // shingles writes into out the PolyShingle fingerprint of each window of w
 // token fingerprints, u being looped (len(out)+w-1 entries). It slides, as in
 // the book: S(i+1) = (S(i) ^ u(i+w))*X ^ (u(i) ^ e0)*X^(w+1) ^ e0*X^w.
 func (sg *signer) shingles(u, out []uint64) {
 	sh := sg.shingle
-	f := sg.e0
-	for j := 0; j < sg.w; j++ {
-		f = sh.step8(f ^ u[j])
+	i := sg.shinglesFast(u, out)
+	var f uint64
+	if i > 0 {
+		f = out[i-1]
+	} else {
+		f = sg.e0
+		for j := 0; j < sg.w; j++ {
+			f = sh.step8(f ^ u[j])
+		}
+		out[0] = f
+		i = 1
 	}
-	out[0] = f
-	for i := 1; i < len(out); i++ {
+	for ; i < len(out); i++ {
 		f = sh.step8(f^u[i+sg.w-1]) ^ sg.out.mul(u[i-1]) ^ sg.slideConst
 		out[i] = f
 	}

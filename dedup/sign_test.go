@@ -64,7 +64,7 @@ func TestShinglesSlideEqualsDirect(t *testing.T) {
 	text, sh := NewRabin(PolyText), NewRabin(PolyShingle)
 	for _, w := range []int{1, 2, 3, 5, 8} {
 		d := newTestDetector(t, func(o *Options) { o.ShingleWords = w })
-		for _, n := range []int{1, 2, 4, 5, 7, 30} {
+		for _, n := range []int{1, 2, 4, 5, 7, 8, 9, 16, 17, 30, 64, 101} {
 			tokens := make([]string, n)
 			for i := range tokens {
 				tokens[i] = fmt.Sprintf("w%d%s", rng.IntN(10), strings.Repeat("x", rng.IntN(12)))

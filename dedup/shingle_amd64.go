@@ -1,0 +1,57 @@
+//go:build amd64 && !purego
+
+package dedup
+
+import "golang.org/x/sys/cpu"
+
+// hasShingleVector reports whether shinglesAVX512 can run: 512-bit carry-less
+// multiplication and the concatenating shift (VBMI2).
+var hasShingleVector = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VPCLMULQDQ && cpu.X86.HasAVX512VBMI2
+
+//go:noescape
+func foldAVX512(p *byte, blocks int, k *[18]uint64) uint64
+
+//go:noescape
+func tokensAVX512(u *uint64, l *uint8, blocks int, k *[10]uint64)
+
+//go:noescape
+func shinglesAVX512(u *uint64, out *uint64, blocks int, pow *uint64, w int, k *[3]uint64)
+
+// shinglesFast computes the shingles of out that come in whole blocks of
+// eight (out[i] for i < 8*(len(out)/8), as shingles does) and returns how
+// many, 0 where the CPU lacks the instructions.
+func (sg *signer) shinglesFast(u, out []uint64) int {
+	blocks := len(out) / 8
+	if !hasShingleVector || blocks == 0 || !useShingleVector {
+		return 0
+	}
+	_ = u[8*blocks+sg.w-2] // the kernel reads u[8*blocks+w-2] at most
+	shinglesAVX512(&u[0], &out[0], blocks, &sg.pow[0], sg.w, &sg.clk)
+	return 8 * blocks
+}
+
+// useShingleVector turns the vector kernel off in tests that compare it with
+// the table code.
+var useShingleVector = true
+
+// tokensFast finishes the token fingerprints that come in whole blocks of
+// eight (u[i] = u[i] * x^(8*l[i]) mod p, l[i] = 0 meaning 8) and returns how
+// many, 0 where the CPU lacks the instructions.
+func (sg *signer) tokensFast(u []uint64, l []uint8) int {
+	blocks := min(len(u), len(l)) / 8
+	if !hasShingleVector || blocks == 0 || !useShingleVector {
+		return 0
+	}
+	tokensAVX512(&u[0], &l[0], blocks, &sg.tk)
+	return 8 * blocks
+}
+
+// foldFast returns the fingerprint (from 0) of the whole 64-byte blocks of
+// stream and how many bytes they are, 0 where the CPU lacks the instructions.
+func (sg *signer) foldFast(stream []byte) (uint64, int) {
+	blocks := len(stream) / 64
+	if !hasShingleVector || blocks == 0 || !useShingleVector {
+		return 0, 0
+	}
+	return foldAVX512(&stream[0], blocks, &sg.fk), 64 * blocks
+}

@@ -1,0 +1,13 @@
+//go:build !amd64 || purego
+
+package dedup
+
+const hasShingleVector = false
+
+func (sg *signer) shinglesFast(u, out []uint64) int { return 0 }
+
+const useShingleVector = false
+
+func (sg *signer) tokensFast(u []uint64, l []uint8) int { return 0 }
+
+func (sg *signer) foldFast(stream []byte) (uint64, int) { return 0, 0 }

@@ -1,0 +1,7 @@
+//go:build !amd64 || purego
+
+package dedup
+
+import "testing"
+
+func setShingleVector(t testing.TB, on bool) {}
