@@ -23,13 +23,13 @@ test:
 bench-smoke:
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x $(PKGS)
 
-# Other platforms build, and dedup's portable code (-tags purego: no
-# assembly) passes its tests here too.
+# Other platforms build, and the portable code of dedup and parse (-tags
+# purego: no assembly) passes their tests here too.
 cross:
 	GOOS=windows GOARCH=amd64 $(GO) build $(PKGS)
 	GOOS=darwin GOARCH=arm64 $(GO) build $(PKGS)
 	GOOS=linux GOARCH=arm64 $(GO) vet ./dedup/ ./parse/
-	$(GO) test -count=1 -tags purego ./dedup/
+	$(GO) test -count=1 -tags purego ./dedup/ ./parse/
 
 # Static checks and the race detector.
 check: fmt vet staticcheck

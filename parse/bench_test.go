@@ -8,7 +8,9 @@ import (
 )
 
 // benchTexts are the inputs of BenchmarkTokenize: plain English ASCII prose, the same
-// prose lower-cased (the zero-allocation path), and mixed-script text.
+// prose lower-cased (the zero-allocation path), French, mixed-script text, Russian prose
+// (capitalized sentences: one stretch of non-ASCII text) and Chinese and Japanese prose
+// (full-width punctuation and digits).
 var benchTexts = []struct {
 	name string
 	text string
@@ -17,6 +19,8 @@ var benchTexts = []struct {
 	{"ascii-lower", strings.Repeat("now is the time for all good men to come to the aid of the party; http/1.1 returned 404 (not found). ", 640)},
 	{"french", strings.Repeat("Il a été conçu pour fonctionner sous forme de processus démon indépendant, à l'écoute des requêtes. ", 640)},
 	{"mixed", strings.Repeat("Straße ﬁnancial ＦＵＬＬ naïve café, Привет мир, 中文文本 and plain ASCII words in between. ", 640)},
+	{"russian", strings.Repeat("Москва — столица России. Город стоит на реке Москве, в центре Восточно-Европейской равнины. ", 400)},
+	{"cjk", strings.Repeat("北京是中华人民共和国的首都，位于华北平原北部。２０２４年の人口は約２１００万人です。", 500)},
 }
 
 func BenchmarkTokenize(b *testing.B) {
@@ -63,5 +67,14 @@ func BenchmarkDetectLanguage(b *testing.B) {
 				DetectLanguage(bt.text)
 			}
 		})
+	}
+}
+
+// BenchmarkBuildRuneTable: the one-time cost of the rune table of Tokenize's
+// non-ASCII path (built on the first non-ASCII stretch).
+func BenchmarkBuildRuneTable(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		buildRuneTable()
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -36,6 +37,19 @@ func FuzzParse(f *testing.F) {
 		for i, tok := range doc.Tokens {
 			if tok == "" {
 				t.Fatalf("token %d is empty", i)
+			}
+		}
+		if text := Tokenize(nil, doc.Text); len(text) < 10_000 {
+			// URL tokens (the only ones with "://") are put in place without
+			// changing the text's tokens.
+			var rest []string
+			for _, tok := range doc.Tokens {
+				if !strings.Contains(tok, "://") {
+					rest = append(rest, tok)
+				}
+			}
+			if len(doc.Tokens) < 10_000 && !slices.Equal(rest, text) {
+				t.Fatalf("tokens without the URLs %q, want Tokenize(Text) %q", rest, text)
 			}
 		}
 		if doc.Text != strings.TrimSpace(doc.Text) || strings.Contains(doc.Text, "  ") {

@@ -23,8 +23,9 @@ const MaxLinkText = 200
 
 // Options controls Parse. The zero value is ready to use.
 type Options struct {
-	// URLTokens appends the URLs of a[href] and img[src] (resolved, absolute) as extra tokens
-	// to Tokens, as AltaVista did (seed 000). Default false.
+	// URLTokens puts the URLs of a[href] and img[src] (resolved, absolute http or https)
+	// into Tokens as tokens in place, as AltaVista did (seed 000): each at the end of the
+	// word where its element starts. The text's own tokens are unchanged. Default false.
 	URLTokens bool
 	// BotName is the crawler's robots token (e.g. "horseshoe"); <meta name="horseshoe" content=...>
 	// directives apply in addition to <meta name="robots">. Matching is case-insensitive.
@@ -70,8 +71,8 @@ type Document struct {
 	// Text is the visible text (script, style, noscript, template, head and hidden
 	// elements dropped), runs of white space collapsed to one space, trimmed.
 	Text string
-	// Tokens is the normalized token stream of Text (see Tokenize), followed by the URL
-	// tokens if Options.URLTokens is set, at most Options.MaxTokens in all.
+	// Tokens is the normalized token stream of Text (see Tokenize), with the URL tokens
+	// in place if Options.URLTokens is set, at most Options.MaxTokens in all.
 	Tokens []string
 }
 
@@ -131,18 +132,48 @@ func extract(gq *goquery.Document, pageURL *url.URL, opts Options) *Document {
 		}
 	}
 	doc.Links = resolveLinks(base, w.links)
-	doc.Tokens = tokenize(nil, doc.Text, opts.MaxTokens)
 	if opts.URLTokens {
-		for _, ref := range w.urlRefs {
-			if opts.MaxTokens > 0 && len(doc.Tokens) >= opts.MaxTokens {
-				break
-			}
-			if u, ok := resolve(base, ref); ok {
-				doc.Tokens = append(doc.Tokens, u)
-			}
-		}
+		doc.Tokens = tokensWithURLs(doc.Text, base, w.urlRefs, opts.MaxTokens)
+	} else {
+		doc.Tokens = tokenize(nil, doc.Text, opts.MaxTokens)
 	}
 	return doc
+}
+
+// urlRef is the value of an a[href] or img[src] and where its element starts
+// in the visible text.
+type urlRef struct {
+	ref string
+	at  int
+}
+
+// tokensWithURLs returns the tokens of text with each URL of refs (resolved;
+// refs that do not resolve to http or https are left out) in place, as
+// AltaVista indexed them: at the end of the word where its element starts.
+// The text is cut only at ASCII delimiters, where tokenizing the pieces gives
+// the tokens of the whole (no normalization segment spans one), so the text
+// tokens are those of Tokenize(text) whatever the URLs. At most limit tokens
+// in all (0: no limit).
+func tokensWithURLs(text string, base *url.URL, refs []urlRef, limit int) []string {
+	var toks []string
+	prev := 0
+	for _, r := range refs {
+		u, ok := resolve(base, r.ref)
+		if !ok {
+			continue
+		}
+		cut := max(r.at, prev)
+		for cut < len(text) && byteClass[text[cut]] != clsDelim {
+			cut++
+		}
+		toks = tokenize(toks, text[prev:cut], limit)
+		prev = cut
+		if limit > 0 && len(toks) >= limit {
+			return toks
+		}
+		toks = append(toks, u)
+	}
+	return tokenize(toks, text[prev:], limit)
 }
 
 // rawLink is a link as found in the tree, before resolution.
@@ -200,7 +231,7 @@ type walker struct {
 
 	text    textSink  // visible text
 	links   []rawLink // in document order
-	urlRefs []string  // a[href] and img[src] values, for URL tokens
+	urlRefs []urlRef  // a[href] and img[src] values, for URL tokens
 
 	hidden    *html.Node // outermost element whose content is not visible, if any
 	raw       *html.Node // outermost element whose content is not text at all (script, style), if any
@@ -317,7 +348,7 @@ func (w *walker) element(n *html.Node) {
 		w.meta(n)
 	case atom.A:
 		if v, ok := attr(n, "href"); ok {
-			w.urlRefs = append(w.urlRefs, v)
+			w.urlRefs = append(w.urlRefs, urlRef{v, len(w.text.b)})
 			if w.anchorTop == nil {
 				w.anchorTop = n
 				w.anchorIdx = len(w.links)
@@ -336,7 +367,7 @@ func (w *walker) element(n *html.Node) {
 		}
 	case atom.Img:
 		if v, ok := attr(n, "src"); ok {
-			w.urlRefs = append(w.urlRefs, v)
+			w.urlRefs = append(w.urlRefs, urlRef{v, len(w.text.b)})
 		}
 	}
 }

@@ -271,12 +271,21 @@ func TestParseTokens(t *testing.T) {
 		{"NFKC and folding from entities", "<p>&#xFB01;nal &#xFF11;&#xFF12; Stra&szlig;e</p>", Options{}, []string{"final", "12", "strasse"}},
 		{"MaxTokens caps", "<p>a b c d e</p>", Options{MaxTokens: 3}, []string{"a", "b", "c"}},
 		{
-			"URL tokens appended in document order",
+			// Each URL at the end of the word where its element starts: "xm"
+			// is one word, so the image's URL follows it.
+			"URL tokens in place",
 			`<p>Text</p><a href="/x#f">x</a><img src="i.png"><img src="data:image/png;base64,AA"><a href="mailto:a@b">m</a>`,
 			Options{URLTokens: true},
-			[]string{"text", "xm", "http://example.com/x", "http://example.com/dir/i.png"},
+			[]string{"text", "http://example.com/x", "xm", "http://example.com/dir/i.png"},
 		},
-		{"URL tokens count toward MaxTokens", `<p>one two</p><a href="/x">x</a>`, Options{URLTokens: true, MaxTokens: 3}, []string{"one", "two", "x"}},
+		{
+			"URL tokens in place, mid-sentence and mid-word",
+			`<p>see <a href="/a">the docs</a> or fo<a href="/b">o</a>bar, then <img src="/c.png"> stop</p>`,
+			Options{URLTokens: true},
+			[]string{"see", "http://example.com/a", "the", "docs", "or", "foobar", "http://example.com/b", "then", "http://example.com/c.png", "stop"},
+		},
+		{"URL tokens count toward MaxTokens", `<p>one two</p><a href="/x">x</a>`, Options{URLTokens: true, MaxTokens: 3}, []string{"one", "two", "http://example.com/x"}},
+		{"MaxTokens can stop before a URL", `<p>one two three</p><a href="/x">x</a>`, Options{URLTokens: true, MaxTokens: 3}, []string{"one", "two", "three"}},
 		{"no URL tokens by default", `<a href="/x">x</a>`, Options{}, []string{"x"}},
 	}
 	for _, tc := range tests {

@@ -1,6 +1,8 @@
 package parse
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"unicode"
 	"unicode/utf8"
 	"unsafe"
@@ -53,16 +55,23 @@ func Tokenize(dst []string, text string) []string {
 // tokenizer holds the per-call state of tokenize; it lives on the caller's stack.
 type tokenizer struct {
 	dst   []string
-	limit int    // stop once len(dst) reaches limit; 0 means no limit
-	buf   []byte // lower-cased ASCII tokens, append-only
+	first int // len(dst) on entry
+	limit int // stop once len(dst) reaches limit; 0 means no limit
 	fold  cases.Caser
 	init  bool // fold is initialized
+
+	// Tokens to lower-case (see upper): bit k marks dst[first+k]; tokens past
+	// the marks' reach are found again by finish when overflow is set.
+	marks      [128]uint64
+	overflow   bool
+	upperBytes int
 }
 
 // tokenize is Tokenize with an optional cap on len(dst) (limit 0 means no cap).
 func tokenize(dst []string, text string, limit int) []string {
-	t := tokenizer{dst: dst, limit: limit}
+	t := tokenizer{dst: dst, first: len(dst), limit: limit}
 	t.run(text)
+	t.finish()
 	return t.dst
 }
 
@@ -73,74 +82,152 @@ func (t *tokenizer) full() bool {
 
 func (t *tokenizer) run(text string) {
 	n := len(text)
+	limit := t.limit
+	if limit <= 0 {
+		limit = int(^uint(0) >> 1)
+	}
 	i := 0
 	for i < n {
-		if t.full() {
-			return
+		// Classify the 64 bytes from i at once and take the runs of letters
+		// and digits from the masks: a bit at the first and one at the last
+		// byte of every run, consumed lowest first, so that no step waits on
+		// the one before (no per-byte branch, no chain through the run ends).
+		tok, up, hi := window(text, i)
+		starts := tok &^ (tok << 1)
+		ends := tok &^ (tok >> 1)
+		h := 65 // the first non-ASCII byte of the window, if any (past every run end if none)
+		if hi != 0 {
+			h = bits.TrailingZeros64(hi)
 		}
-		c := byteClass[text[i]]
-		if c == clsDelim {
-			i++
-			continue
-		}
-		start := i
-		upper := false
-		for i < n {
-			c = byteClass[text[i]]
-			if c == clsDelim || c == clsNonASCII {
-				break
+		for starts != 0 {
+			if len(t.dst) >= limit {
+				return
 			}
-			if c == clsUpper {
-				upper = true
+			s := bits.TrailingZeros64(starts)
+			e := bits.TrailingZeros64(ends) + 1
+			if e >= h {
+				if e == h {
+					// The run touches a non-ASCII character: normalize the
+					// whole stretch from the run start.
+					i = t.slowFrom(text, i+s, i+h)
+					goto reload
+				}
+				break // the run starts after the non-ASCII byte
 			}
-			i++
+			if e == 64 {
+				if s == 0 {
+					// A run of 64 or more letters and digits: byte at a time.
+					i = t.step(text, i)
+				} else {
+					i += s // the run may go on: restart the window at it
+				}
+				goto reload
+			}
+			if up == 0 || up&(^uint64(0)<<s)&(1<<e-1) == 0 {
+				t.dst = append(t.dst, text[i+s:i+e])
+			} else {
+				t.upper(text[i+s : i+e])
+			}
+			starts &= starts - 1
+			ends &= ends - 1
 		}
-		if i < n && c == clsNonASCII {
-			// The run touches a non-ASCII character: normalize the whole stretch
-			// from the run start (or the delimiter before it, which could compose
-			// with a following combining mark) up to the next safe boundary.
-			rs := start
-			if rs == i && rs > 0 && byteClass[text[rs-1]] == clsDelim {
+		if hi != 0 {
+			if len(t.dst) >= limit {
+				return
+			}
+			// A non-ASCII character starts a run: normalize from it (or the
+			// delimiter before it, which could compose with a following
+			// combining mark) up to the next safe boundary.
+			rs := i + h
+			if rs > 0 && byteClass[text[rs-1]] == clsDelim {
 				rs--
 			}
-			re := slowEnd(text, i)
-			t.slow(text[rs:re])
-			i = re
+			i = t.slowFrom(text, rs, i+h)
 			continue
 		}
-		if !upper {
-			t.dst = append(t.dst, text[start:i])
-			continue
-		}
-		if t.buf == nil {
-			t.buf = make([]byte, 0, upperRunBytes(text[start:]))
-		}
-		t.dst = append(t.dst, t.lower(text[start:i]))
+		i += 64
+	reload:
 	}
 }
 
-// upperRunBytes returns the total length of the maximal ASCII letter-or-digit runs of s
-// that contain an upper-case letter: the room needed to lower-case them. Sizing the
-// buffer exactly keeps garbage (and so GC work) proportional to what is lower-cased.
-func upperRunBytes(s string) int {
-	total, start, upper := 0, 0, false
-	for i := 0; i < len(s); i++ {
-		switch byteClass[s[i]] {
-		case clsUpper:
-			upper = true
-		case clsLower:
-		default:
-			if upper {
-				total += i - start
-				upper = false
-			}
-			start = i + 1
+// slowFrom normalizes the stretch of text that starts at rs and touches the
+// non-ASCII byte at j, up to the next safe boundary, and returns that boundary.
+func (t *tokenizer) slowFrom(text string, rs, j int) int {
+	re := slowEnd(text, j)
+	t.slow(text[rs:re])
+	return re
+}
+
+// step takes one delimiter or one token at i a byte at a time (the path for
+// runs longer than a window) and returns where it ended.
+func (t *tokenizer) step(text string, i int) int {
+	n := len(text)
+	c := byteClass[text[i]]
+	if c == clsDelim {
+		return i + 1
+	}
+	start := i
+	upper := false
+	for i < n {
+		c = byteClass[text[i]]
+		if c == clsDelim || c == clsNonASCII {
+			break
 		}
+		if c == clsUpper {
+			upper = true
+		}
+		i++
 	}
-	if upper {
-		total += len(s) - start
+	if i < n && c == clsNonASCII {
+		rs := start
+		if rs == i && rs > 0 && byteClass[text[rs-1]] == clsDelim {
+			rs--
+		}
+		return t.slowFrom(text, rs, i)
 	}
-	return total
+	if !upper {
+		t.dst = append(t.dst, text[start:i])
+	} else {
+		t.upper(text[start:i])
+	}
+	return i
+}
+
+// SWAR constants: a byte in every lane.
+const (
+	lanes01 = 0x0101010101010101
+	lanes7f = 0x7f7f7f7f7f7f7f7f
+	lanes80 = 0x8080808080808080
+	lanes20 = 0x2020202020202020
+	// gather moves bit 8k (k = 0..7) to bit 56+k.
+	gather = 0x0102040810204080
+)
+
+// windowSWAR is the portable window: eight bytes per word, each class found
+// with the lane arithmetic below and gathered to one bit per byte.
+func windowSWAR(text string, i int) (tok, up, hi uint64) {
+	var pad [64]byte
+	p := text[i:]
+	if len(p) < 64 {
+		copy(pad[:], p)
+		p = unsafe.String(&pad[0], 64)
+	}
+	for k := 0; k < 64; k += 8 {
+		x := uint64(p[k]) | uint64(p[k+1])<<8 | uint64(p[k+2])<<16 | uint64(p[k+3])<<24 |
+			uint64(p[k+4])<<32 | uint64(p[k+5])<<40 | uint64(p[k+6])<<48 | uint64(p[k+7])<<56
+		h := x & lanes80
+		y := x & lanes7f
+		// y + (0x80-c) has the lane's top bit set exactly when y >= c (y < 0x80).
+		z := y | lanes20 // upper-case letters to lower case (and some punctuation)
+		letter := (z + (0x80-'a')*lanes01) &^ (z + (0x80-'z'-1)*lanes01)
+		digit := (y + (0x80-'0')*lanes01) &^ (y + (0x80-'9'-1)*lanes01)
+		tk := (letter | digit) & lanes80 &^ h
+		u := tk & letter &^ (y << 2) // bit 5 (0x20) clear: upper case
+		tok |= ((tk >> 7) * gather >> 56) << k
+		up |= (((u & lanes80) >> 7) * gather >> 56) << k
+		hi |= ((h >> 7) * gather >> 56) << k
+	}
+	return tok, up, hi
 }
 
 // slowEnd returns the end of the stretch that starts with the non-ASCII byte at i: the
@@ -160,25 +247,74 @@ func slowEnd(text string, i int) int {
 	return n
 }
 
-// lower returns s lower-cased, stored in the shared backing buffer. The buffer is
-// allocated once with room for every token that needs lower-casing (see upperRunBytes).
-// Bytes are only ever appended past len(t.buf), never rewritten, so earlier tokens stay
-// valid even if append had to move the buffer.
-func (t *tokenizer) lower(s string) string {
-	off := len(t.buf)
-	t.buf = append(t.buf, s...)
-	b := t.buf[off:len(t.buf):len(t.buf)]
-	for k, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[k] = c + ('a' - 'A')
-		}
+// upper appends s, a run of ASCII letters and digits with an upper-case
+// letter, to be lower-cased by finish: all of them are copied at the end into
+// one buffer of exactly their size, so that the garbage stays proportional to
+// what is lower-cased and nothing scans ahead to size it.
+func (t *tokenizer) upper(s string) {
+	if k := len(t.dst) - t.first; k < len(t.marks)*64 {
+		t.marks[k/64] |= 1 << (k % 64)
+	} else {
+		t.overflow = true
 	}
-	// The bytes of b are written exactly once, above, and never modified again.
-	return unsafe.String(unsafe.SliceData(b), len(b))
+	t.upperBytes += len(s)
+	t.dst = append(t.dst, s)
 }
 
-// slow normalizes s (NFKC, then full case folding) and appends its tokens.
-func (t *tokenizer) slow(s string) {
+// finish lower-cases the tokens upper appended, into one new buffer.
+func (t *tokenizer) finish() {
+	if t.upperBytes == 0 {
+		return
+	}
+	buf := make([]byte, t.upperBytes+8)
+	off := 0
+	toks := t.dst[t.first:]
+	for w, m := range t.marks {
+		for m != 0 {
+			k := 64*w + bits.TrailingZeros64(m)
+			m &= m - 1
+			toks[k], off = lowerInto(buf, off, toks[k])
+		}
+	}
+	if t.overflow {
+		// Past the marked tokens: the ones with an ASCII upper-case letter
+		// (tokens of the normalizing path have none).
+		for k := len(t.marks) * 64; k < len(toks); k++ {
+			if hasASCIIUpper(toks[k]) {
+				toks[k], off = lowerInto(buf, off, toks[k])
+			}
+		}
+	}
+}
+
+// lowerInto writes s lower-cased at buf[off:] and returns it with the new
+// offset. s holds only ASCII letters and digits, so setting the case bit
+// (0x20) of every byte lower-cases it: digits already have it. The words
+// written may run up to 7 bytes past s, into room that only later tokens (or
+// the 8 spare bytes at the end of buf) use: tokens are written in order.
+func lowerInto(buf []byte, off int, s string) (string, int) {
+	copy(buf[off:], s)
+	for k := off; k < off+len(s); k += 8 {
+		binary.LittleEndian.PutUint64(buf[k:], binary.LittleEndian.Uint64(buf[k:])|lanes20)
+	}
+	b := buf[off : off+len(s) : off+len(s)]
+	// The bytes of b are final once later tokens are written past them.
+	return unsafe.String(unsafe.SliceData(b), len(b)), off + len(s)
+}
+
+func hasASCIIUpper(s string) bool {
+	for k := 0; k < len(s); k++ {
+		if byteClass[s[k]] == clsUpper {
+			return true
+		}
+	}
+	return false
+}
+
+// slowNormalize normalizes s (NFKC, then full case folding) and appends its tokens. It is
+// the reference for slow (tokenize_unicode.go), which calls it for every stretch that
+// needs normalization.
+func (t *tokenizer) slowNormalize(s string) {
 	if !t.init {
 		t.fold = cases.Fold()
 		t.init = true

@@ -46,3 +46,41 @@ func BenchmarkNormalizeAndShingle(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkNormalizeAndShingleStages times the two steps of
+// BenchmarkNormalizeAndShingle apart, on the same pages (MB/s of visible text).
+func BenchmarkNormalizeAndShingleStages(b *testing.B) {
+	det, err := dedup.New(dedup.DefaultOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, file := range []string{"git-gitdiffcore.html", "flink-zh-what-is-flink-ml.html"} {
+		body, err := os.ReadFile(filepath.Join("..", "..", "parse", "testdata", file))
+		if err != nil {
+			b.Fatal(err)
+		}
+		u, _ := url.Parse("http://127.0.0.5/" + file)
+		doc, err := parse.Parse(body, u, parse.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		text := doc.Text
+		toks := parse.Tokenize(nil, text)
+		b.Run("tokenize/"+file, func(b *testing.B) {
+			dst := make([]string, 0, len(toks))
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				dst = parse.Tokenize(dst[:0], text)
+			}
+		})
+		b.Run("shingle/"+file, func(b *testing.B) {
+			shingles := make([]uint64, 0, len(toks))
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				shingles = det.Shingles(toks, shingles[:0])
+			}
+		})
+	}
+}
