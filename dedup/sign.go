@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"sync"
+	"unsafe"
 )
 
 // Separator is the byte that follows every token in the normalized stream:
@@ -272,7 +273,16 @@ func (sg *signer) tokensVec(tokens []string, u []uint64, lens []uint8, stream *[
 			pos += 8
 			s = s[8:]
 		}
-		w := loadShort(s) | uint64(Separator)<<(8*len(s))
+		// loadShort, written out so that it inlines: two overlapping 4-byte
+		// loads, or the first, middle and last bytes below 4.
+		var w uint64
+		if n := len(s); n >= 4 {
+			b := unsafe.Slice(unsafe.StringData(s), n)
+			w = uint64(binary.LittleEndian.Uint32(b)) | uint64(binary.LittleEndian.Uint32(b[n-4:]))<<(8*(n-4))
+		} else if n > 0 {
+			w = uint64(s[0]) | uint64(s[n>>1])<<(8*(n>>1)) | uint64(s[n-1])<<(8*(n-1))
+		}
+		w |= uint64(Separator) << (8 * len(s))
 		l := len(s) + 1
 		binary.LittleEndian.PutUint64(buf[pos:], w)
 		pos += l

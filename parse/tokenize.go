@@ -3,6 +3,7 @@ package parse
 import (
 	"encoding/binary"
 	"math/bits"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 	"unsafe"
@@ -60,18 +61,19 @@ type tokenizer struct {
 	fold  cases.Caser
 	init  bool // fold is initialized
 
-	// Tokens to lower-case (see upper): bit k marks dst[first+k]; tokens past
-	// the marks' reach are found again by finish when overflow is set.
-	marks      [128]uint64
-	overflow   bool
+	// Tokens to lower-case (see upper): dst index << 32 | offset in text.
+	uppers     *[]uint64
 	upperBytes int
 }
+
+// upperPool recycles the tokenizers' lists of tokens to lower-case.
+var upperPool = sync.Pool{New: func() any { return new([]uint64) }}
 
 // tokenize is Tokenize with an optional cap on len(dst) (limit 0 means no cap).
 func tokenize(dst []string, text string, limit int) []string {
 	t := tokenizer{dst: dst, first: len(dst), limit: limit}
 	t.run(text)
-	t.finish()
+	t.finish(text)
 	return t.dst
 }
 
@@ -126,7 +128,7 @@ func (t *tokenizer) run(text string) {
 			if up == 0 || up&(^uint64(0)<<s)&(1<<e-1) == 0 {
 				t.dst = append(t.dst, text[i+s:i+e])
 			} else {
-				t.upper(text[i+s : i+e])
+				t.upper(text, i+s, e-s)
 			}
 			starts &= starts - 1
 			ends &= ends - 1
@@ -188,7 +190,7 @@ func (t *tokenizer) step(text string, i int) int {
 	if !upper {
 		t.dst = append(t.dst, text[start:i])
 	} else {
-		t.upper(text[start:i])
+		t.upper(text, start, i-start)
 	}
 	return i
 }
@@ -247,68 +249,53 @@ func slowEnd(text string, i int) int {
 	return n
 }
 
-// upper appends s, a run of ASCII letters and digits with an upper-case
-// letter, to be lower-cased by finish: all of them are copied at the end into
-// one buffer of exactly their size, so that the garbage stays proportional to
-// what is lower-cased and nothing scans ahead to size it.
-func (t *tokenizer) upper(s string) {
-	if k := len(t.dst) - t.first; k < len(t.marks)*64 {
-		t.marks[k/64] |= 1 << (k % 64)
-	} else {
-		t.overflow = true
+// upper appends the token text[o:o+n], a run of ASCII letters and digits
+// with an upper-case letter, to be lower-cased by finish: all of them are
+// written at the end into one buffer of exactly their size, so that the
+// garbage stays proportional to what is lower-cased and nothing scans ahead
+// to size it.
+func (t *tokenizer) upper(text string, o, n int) {
+	if t.uppers == nil {
+		t.uppers = upperPool.Get().(*[]uint64)
+		*t.uppers = (*t.uppers)[:0]
 	}
-	t.upperBytes += len(s)
-	t.dst = append(t.dst, s)
+	*t.uppers = append(*t.uppers, uint64(len(t.dst))<<32|uint64(o))
+	t.upperBytes += n
+	t.dst = append(t.dst, text[o:o+n])
 }
 
-// finish lower-cases the tokens upper appended, into one new buffer.
-func (t *tokenizer) finish() {
-	if t.upperBytes == 0 {
+// finish lower-cases the tokens upper appended, into one new buffer. They
+// hold only ASCII letters and digits, so setting the case bit (0x20) of
+// every byte lower-cases them (digits have it already), eight bytes at a
+// time from text. A word written may run up to 7 bytes past its token, into
+// room that only later tokens (or the 8 spare bytes at the end) use: tokens
+// are written in order.
+func (t *tokenizer) finish(text string) {
+	if t.uppers == nil {
 		return
 	}
 	buf := make([]byte, t.upperBytes+8)
 	off := 0
-	toks := t.dst[t.first:]
-	for w, m := range t.marks {
-		for m != 0 {
-			k := 64*w + bits.TrailingZeros64(m)
-			m &= m - 1
-			toks[k], off = lowerInto(buf, off, toks[k])
+	for _, e := range *t.uppers {
+		k, o := int(e>>32), int(uint32(e))
+		n := len(t.dst[k])
+		j := 0
+		for ; j < n && o+j+8 <= len(text); j += 8 {
+			q := text[o+j : o+j+8]
+			w := uint64(q[0]) | uint64(q[1])<<8 | uint64(q[2])<<16 | uint64(q[3])<<24 |
+				uint64(q[4])<<32 | uint64(q[5])<<40 | uint64(q[6])<<48 | uint64(q[7])<<56
+			binary.LittleEndian.PutUint64(buf[off+j:], w|lanes20)
 		}
-	}
-	if t.overflow {
-		// Past the marked tokens: the ones with an ASCII upper-case letter
-		// (tokens of the normalizing path have none).
-		for k := len(t.marks) * 64; k < len(toks); k++ {
-			if hasASCIIUpper(toks[k]) {
-				toks[k], off = lowerInto(buf, off, toks[k])
-			}
+		for ; j < n; j++ {
+			buf[off+j] = text[o+j] | 0x20
 		}
+		b := buf[off : off+n : off+n]
+		// The bytes of b are final once later tokens are written past them.
+		t.dst[k] = unsafe.String(unsafe.SliceData(b), n)
+		off += n
 	}
-}
-
-// lowerInto writes s lower-cased at buf[off:] and returns it with the new
-// offset. s holds only ASCII letters and digits, so setting the case bit
-// (0x20) of every byte lower-cases it: digits already have it. The words
-// written may run up to 7 bytes past s, into room that only later tokens (or
-// the 8 spare bytes at the end of buf) use: tokens are written in order.
-func lowerInto(buf []byte, off int, s string) (string, int) {
-	copy(buf[off:], s)
-	for k := off; k < off+len(s); k += 8 {
-		binary.LittleEndian.PutUint64(buf[k:], binary.LittleEndian.Uint64(buf[k:])|lanes20)
-	}
-	b := buf[off : off+len(s) : off+len(s)]
-	// The bytes of b are final once later tokens are written past them.
-	return unsafe.String(unsafe.SliceData(b), len(b)), off + len(s)
-}
-
-func hasASCIIUpper(s string) bool {
-	for k := 0; k < len(s); k++ {
-		if byteClass[s[k]] == clsUpper {
-			return true
-		}
-	}
-	return false
+	upperPool.Put(t.uppers)
+	t.uppers = nil
 }
 
 // slowNormalize normalizes s (NFKC, then full case folding) and appends its tokens. It is

@@ -45,8 +45,9 @@ func TestWindowKernels(t *testing.T) {
 
 // TestTokenizeLongTexts: on long texts (many 64-byte windows: runs that
 // cross windows, runs of 64 and more letters, non-ASCII at window edges,
-// more tokens to lower-case than finish marks) Tokenize gives the plain
-// restatement's tokens, and a limit stops it after exactly that many.
+// tens of thousands of tokens to lower-case, some ending within 8 bytes of
+// the end of the text) Tokenize gives the plain restatement's tokens, and a
+// limit stops it after exactly that many.
 func TestTokenizeLongTexts(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	pieces := []string{"a", "Z", "q", "7", "X", "é", "É", "中", "\u0301", "ﬁ", "\xff", " ", ".", "-", "\n", "=", "ß"}
@@ -64,7 +65,7 @@ func TestTokenizeLongTexts(t *testing.T) {
 		ascii := trial%3 == 0
 		n := 1 + rng.IntN(3000)
 		if trial%50 == 0 {
-			n = 60000 // over 8,192 tokens to lower-case
+			n = 60000 // many thousands of tokens to lower-case
 		}
 		for sb.Len() < n {
 			if rng.IntN(40) == 0 { // a long run of letters

@@ -4,9 +4,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/horseshoe-crawler/horseshoe/dedup"
+	"github.com/horseshoe-crawler/horseshoe/fetch"
 	"github.com/horseshoe-crawler/horseshoe/parse"
 )
 
@@ -83,4 +86,60 @@ func BenchmarkNormalizeAndShingleStages(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkNormalizeAndShingleCorpus: BenchmarkNormalizeAndShingle over the
+// visible text of a quarter of the real corpus (every fourth HTML file in
+// path order: English, Chinese, Korean, French and other documentation
+// pages, short and long, decoded to UTF-8 as the crawl decodes them), all of
+// it per iteration; MB/s of visible text.
+func BenchmarkNormalizeAndShingleCorpus(b *testing.B) {
+	det, err := dedup.New(dedup.DefaultOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := corpusDir(b)
+	var files []string
+	err = filepath.WalkDir(dir, func(path string, e os.DirEntry, err error) error {
+		if err == nil && !e.IsDir() && strings.HasSuffix(path, ".html") {
+			files = append(files, path)
+		}
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sort.Strings(files)
+	var texts []string
+	total, words := 0, 0
+	for i := 0; i < len(files); i += 4 {
+		body, err := os.ReadFile(files[i])
+		if err != nil {
+			continue // dangling link
+		}
+		u, _ := url.Parse("http://127.0.0.5/page.html")
+		body, _ = fetch.ToUTF8(body, "text/html") // as the crawl decodes it
+		doc, err := parse.Parse(body, u, parse.Options{})
+		if err != nil {
+			continue
+		}
+		texts = append(texts, doc.Text)
+		total += len(doc.Text)
+		words += len(doc.Tokens)
+	}
+	if len(texts) < 1000 {
+		b.Fatalf("%d corpus pages, want at least 1,000", len(texts))
+	}
+	toks := make([]string, 0, 1<<16)
+	shingles := make([]uint64, 0, 1<<16)
+	b.SetBytes(int64(total))
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, text := range texts {
+			toks = parse.Tokenize(toks[:0], text)
+			shingles = det.Shingles(toks, shingles[:0])
+		}
+	}
+	b.ReportMetric(float64(len(texts)), "pages")
+	b.ReportMetric(float64(words), "words")
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/horseshoe-crawler/horseshoe/dedup"
+	"github.com/horseshoe-crawler/horseshoe/fetch"
 	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
 	"github.com/horseshoe-crawler/horseshoe/parse"
 )
@@ -89,14 +90,14 @@ func TestEvalSynthetic(t *testing.T) {
 // corpusDir returns the unpacked shared corpus (testweb.Corpus: found through
 // $HORSESHOE_SHARED or a shared/ directory above the working directory). It
 // skips without the corpus, except under CI, which must have it.
-func corpusDir(t *testing.T) string {
-	t.Helper()
+func corpusDir(tb testing.TB) string {
+	tb.Helper()
 	root, _, err := testweb.Corpus()
 	if errors.Is(err, testweb.ErrNoCorpus) && os.Getenv("CI") == "" {
-		t.Skipf("real corpus not available: %v", err)
+		tb.Skipf("real corpus not available: %v", err)
 	}
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return root
 }
@@ -127,6 +128,9 @@ func TestCorpusTargets(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		// Decoded as the crawl decodes it (the servers send text/html with
+		// no charset: the page's <meta> or sniffing decides).
+		body, _ = fetch.ToUTF8(body, "text/html")
 		doc, err := parse.Parse(body, u, parse.Options{})
 		if err != nil {
 			return nil
