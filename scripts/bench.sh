@@ -106,10 +106,13 @@ echo "== dedup micro and index benchmarks (-benchtime $BENCHTIME)" >&2
 # within ±7%.
 "$GO" test -count=1 -run '^$' -bench 'SupershingleProbe' \
 	-benchtime 300000x -timeout 30m ./dedup/ >>"$RUN/bench-dedup.txt"
-# Normalization with shingling on real pages' text, and normalization alone
+# Normalization with shingling on real pages' text (two pages, each step
+# apart, then a quarter of the corpus: 20 MB a pass), and normalization alone
 # (64 KB texts: fewer iterations).
-"$GO" test -count=1 -run '^$' -bench 'NormalizeAndShingle|Tokenize' \
+"$GO" test -count=1 -run '^$' -bench 'NormalizeAndShingle$|NormalizeAndShingleStages|Tokenize' \
 	-benchtime 2000x -timeout 30m ./internal/dedupeval/ ./parse/ >>"$RUN/bench-dedup.txt"
+"$GO" test -count=1 -run '^$' -bench 'NormalizeAndShingleCorpus' \
+	-benchtime 30x -timeout 30m ./internal/dedupeval/ >>"$RUN/bench-dedup.txt"
 # The 10 M step holds about 10 GB live (sketches kept for verification, the
 # exact map, the indexes): it runs when the machine has the memory, under a
 # soft limit that keeps the GC from doubling it. HORSESHOE_BENCH_10M=0 skips it.
