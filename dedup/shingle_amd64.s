@@ -112,7 +112,7 @@ tdone:
 // 512 bits as a*x^575 + b*x^511 (k[0:8]: a carry-less product of book-order
 // words is the product divided by x, so each constant is one power short).
 // At the end lane i is multiplied by x^(64(8-2i)) and x^(64(7-2i)) (k[8:16])
-// and the sum reduced (q = k[16], mu = k[17]).
+// and the sum reduced (q = k[16], mu = k[17]). blocks must be at least 1.
 TEXT ·foldAVX512(SB), NOSPLIT, $0-32
 	MOVQ p+0(FP), SI
 	MOVQ blocks+8(FP), CX
@@ -141,7 +141,7 @@ ffinal:
 	VPCLMULQDQ $0x11, Z21, Z0, Z3
 	VPXORQ Z2, Z3, Z0
 	VEXTRACTI64X4 $1, Z0, Y1
-	VPXORQ Y1, Y0, Y0
+	VPXOR Y1, Y0, Y0 // VEX encoding: no AVX512VL needed
 	VEXTRACTI128 $1, Y0, X1
 	VPXOR X1, X0, X0
 	REDUCE(Z0, Z28, Z29)

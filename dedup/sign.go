@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
+	"slices"
 	"sync"
 	"unsafe"
 )
@@ -260,7 +261,7 @@ func (sg *signer) tokensVec(tokens []string, u []uint64, lens []uint8, stream *[
 	pos := 0
 	for i, t := range tokens {
 		if pos+len(t)+9 > len(buf) {
-			buf = append(buf[:pos], make([]byte, max(len(buf), len(t)+9, 4096))...)
+			buf = slices.Grow(buf[:pos], max(len(buf), len(t)+9, 4096))
 			buf = buf[:cap(buf)]
 		}
 		var f uint64
@@ -295,7 +296,7 @@ func (sg *signer) tokensVec(tokens []string, u []uint64, lens []uint8, stream *[
 	}
 	// The stream's fingerprint, Extend(Empty, stream): Empty folded into the
 	// first word for the kernel.
-	if pos < 64 || !hasShingleVector {
+	if pos < 64 {
 		return r.Extend(r.Empty(), buf[:pos])
 	}
 	binary.LittleEndian.PutUint64(buf, binary.LittleEndian.Uint64(buf)^r.Empty())

@@ -24,8 +24,10 @@ const MaxLinkText = 200
 // Options controls Parse. The zero value is ready to use.
 type Options struct {
 	// URLTokens puts the URLs of a[href] and img[src] (resolved, absolute http or https)
-	// into Tokens as tokens in place, as AltaVista did (seed 000): each at the end of the
-	// word where its element starts. The text's own tokens are unchanged. Default false.
+	// into Tokens as tokens in place, as AltaVista did (seed 000): each at the first ASCII
+	// delimiter at or after where its element starts (the end of the word, in text that
+	// separates words with spaces; in CJK text, the end of the stretch). The text's own
+	// tokens are unchanged. Default false.
 	URLTokens bool
 	// BotName is the crawler's robots token (e.g. "horseshoe"); <meta name="horseshoe" content=...>
 	// directives apply in addition to <meta name="robots">. Matching is case-insensitive.
@@ -151,8 +153,9 @@ type urlRef struct {
 // refs that do not resolve to http or https are left out) in place, as
 // AltaVista indexed them: at the end of the word where its element starts.
 // The text is cut only at ASCII delimiters, where tokenizing the pieces gives
-// the tokens of the whole (no normalization segment spans one), so the text
-// tokens are those of Tokenize(text) whatever the URLs. At most limit tokens
+// the tokens of the whole (no normalization segment spans one), and never just
+// after an incomplete-looking UTF-8 sequence (safeCut), so the text tokens are
+// those of Tokenize(text) whatever the URLs. At most limit tokens
 // in all (0: no limit).
 func tokensWithURLs(text string, base *url.URL, refs []urlRef, limit int) []string {
 	var toks []string
@@ -163,7 +166,7 @@ func tokensWithURLs(text string, base *url.URL, refs []urlRef, limit int) []stri
 			continue
 		}
 		cut := max(r.at, prev)
-		for cut < len(text) && byteClass[text[cut]] != clsDelim {
+		for cut < len(text) && (byteClass[text[cut]] != clsDelim || !safeCut(text, cut)) {
 			cut++
 		}
 		toks = tokenize(toks, text[prev:cut], limit)

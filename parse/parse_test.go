@@ -284,6 +284,14 @@ func TestParseTokens(t *testing.T) {
 			Options{URLTokens: true},
 			[]string{"see", "http://example.com/a", "the", "docs", "or", "foobar", "http://example.com/b", "then", "http://example.com/c.png", "stop"},
 		},
+		{
+			// A cut right after "\xf3ϔ" would change how it normalizes: the
+			// URL moves on to the next safe delimiter.
+			"URL tokens never cut an incomplete-looking sequence",
+			"<p><a href=\"/a\">\xf3\xcf\x94</a> \xc2\xbd</p>",
+			Options{URLTokens: true},
+			[]string{"ϋ", "1", "2", "http://example.com/a"},
+		},
 		{"URL tokens count toward MaxTokens", `<p>one two</p><a href="/x">x</a>`, Options{URLTokens: true, MaxTokens: 3}, []string{"one", "two", "http://example.com/x"}},
 		{"MaxTokens can stop before a URL", `<p>one two three</p><a href="/x">x</a>`, Options{URLTokens: true, MaxTokens: 3}, []string{"one", "two", "three"}},
 		{"no URL tokens by default", `<a href="/x">x</a>`, Options{}, []string{"x"}},

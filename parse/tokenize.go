@@ -56,22 +56,21 @@ func Tokenize(dst []string, text string) []string {
 // tokenizer holds the per-call state of tokenize; it lives on the caller's stack.
 type tokenizer struct {
 	dst   []string
-	first int // len(dst) on entry
 	limit int // stop once len(dst) reaches limit; 0 means no limit
 	fold  cases.Caser
 	init  bool // fold is initialized
 
-	// Tokens to lower-case (see upper): dst index << 32 | offset in text.
-	uppers     *[]uint64
+	// Tokens to lower-case (see upper): their indices in dst.
+	uppers     *[]int
 	upperBytes int
 }
 
 // upperPool recycles the tokenizers' lists of tokens to lower-case.
-var upperPool = sync.Pool{New: func() any { return new([]uint64) }}
+var upperPool = sync.Pool{New: func() any { return new([]int) }}
 
 // tokenize is Tokenize with an optional cap on len(dst) (limit 0 means no cap).
 func tokenize(dst []string, text string, limit int) []string {
-	t := tokenizer{dst: dst, first: len(dst), limit: limit}
+	t := tokenizer{dst: dst, limit: limit}
 	t.run(text)
 	t.finish(text)
 	return t.dst
@@ -256,10 +255,10 @@ func slowEnd(text string, i int) int {
 // to size it.
 func (t *tokenizer) upper(text string, o, n int) {
 	if t.uppers == nil {
-		t.uppers = upperPool.Get().(*[]uint64)
+		t.uppers = upperPool.Get().(*[]int)
 		*t.uppers = (*t.uppers)[:0]
 	}
-	*t.uppers = append(*t.uppers, uint64(len(t.dst))<<32|uint64(o))
+	*t.uppers = append(*t.uppers, len(t.dst))
 	t.upperBytes += n
 	t.dst = append(t.dst, text[o:o+n])
 }
@@ -276,8 +275,10 @@ func (t *tokenizer) finish(text string) {
 	}
 	buf := make([]byte, t.upperBytes+8)
 	off := 0
-	for _, e := range *t.uppers {
-		k, o := int(e>>32), int(uint32(e))
+	base := uintptr(unsafe.Pointer(unsafe.StringData(text)))
+	for _, k := range *t.uppers {
+		// dst[k] is still text[o:o+n], as upper appended it.
+		o := int(uintptr(unsafe.Pointer(unsafe.StringData(t.dst[k]))) - base)
 		n := len(t.dst[k])
 		j := 0
 		for ; j < n && o+j+8 <= len(text); j += 8 {

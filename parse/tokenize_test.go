@@ -207,6 +207,8 @@ func FuzzTokenize(f *testing.F) {
 		"Flink 用户 开发计划 社区 & 项目信息，如何参与贡献（审核）。中文=\u0338文 한국어 가\u11a8",
 		"Привет, мир! Москва — столица России; ПРИВЕТ Ёлка ёлка Straße ﬁ ＡＢＣ　１２３",
 		"ｶﾞｷﾞ ㄱㅏ 가\u11a8 中文\xe4\xb8，中文 ①② ½ ǅ Ⓐ — ΟΔΟΣ İ \xc1\xa1",
+		// A lead byte whose sequence a cut would end early (from a review).
+		"\xf3ϔ ⑨", "\xf3ϔ.é", "\xf3ǅ ⑨", "\xf3² ⑨", "\xe4ϔ ⑨", "\xdf ⑨",
 	} {
 		f.Add(s)
 	}

@@ -386,7 +386,10 @@ func normalizeEnd(tab *[1 << 16]uint8, s string, i int) int {
 			if cand < 0 {
 				cand = i
 			} else if word {
-				return cand
+				if safeCut(s, cand) {
+					return cand
+				}
+				cand, word = i, false
 			}
 		case rcToken, rcMap:
 			word = cand >= 0
@@ -395,10 +398,22 @@ func normalizeEnd(tab *[1 << 16]uint8, s string, i int) int {
 		}
 		i += w
 	}
-	if word {
+	if word && safeCut(s, cand) {
 		return cand
 	}
 	return n
+}
+
+// safeCut reports whether s may end at p for normalization. At the end of its
+// input x/text/norm takes a lead byte with too few bytes after it for an
+// incomplete character and passes it through with the bytes that follow,
+// where with more input it would decode those bytes (an invalid byte, then
+// the characters after it): "\xf3ϔ" normalizes to itself, "\xf3ϔ." to
+// "\xf3Ϋ.". Only a four-byte lead three bytes before p can hide a whole
+// character that way (a two-byte one); a shorter gap hides at most one byte,
+// which is ASCII (unchanged by NFKC) or inert. Such a cut is refused.
+func safeCut(s string, p int) bool {
+	return p < 3 || s[p-3] < 0xF0 || s[p-3] > 0xF7
 }
 
 // classAt returns the class of the character at s[i] and its length in bytes (1 for
