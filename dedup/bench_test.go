@@ -225,6 +225,7 @@ func BenchmarkSimhashSearch(b *testing.B) {
 			{"psm-4", func() SimhashIndex { return NewPSM(4, DefaultPSMSigma) }},
 			{"psm-6", func() SimhashIndex { return NewPSM(6, DefaultPSMSigma) }},
 			{"psm-8", func() SimhashIndex { return NewPSM(8, DefaultPSMSigma) }},
+			{"psm-9", func() SimhashIndex { return NewPSM(9, DefaultPSMSigma) }},
 			{"psm-10", func() SimhashIndex { return NewPSM(10, DefaultPSMSigma) }},
 			{"psm-16", func() SimhashIndex { return NewPSM(16, DefaultPSMSigma) }},
 			{"psm-64", func() SimhashIndex { return NewPSM(64, DefaultPSMSigma) }},
