@@ -4,9 +4,13 @@ package dedup
 
 import "golang.org/x/sys/cpu"
 
-// hasShingleVector reports whether shinglesAVX512 can run: 512-bit carry-less
-// multiplication and the concatenating shift (VBMI2).
-var hasShingleVector = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VPCLMULQDQ && cpu.X86.HasAVX512VBMI2
+// hasShingleVector reports whether the vector kernels can run: 512-bit
+// carry-less multiplication, the concatenating shift (VBMI2), and BMI2 for the
+// token word loader.
+var hasShingleVector = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VPCLMULQDQ && cpu.X86.HasAVX512VBMI2 && cpu.X86.HasBMI2
+
+//go:noescape
+func tokenWordsAsm(toks *string, n int, u *uint64, lens *uint8, buf *byte, bufLen, pos int) (done, end int)
 
 //go:noescape
 func foldAVX512(p *byte, blocks int, k *[18]uint64) uint64
@@ -54,4 +58,14 @@ func (sg *signer) foldFast(stream []byte) (uint64, int) {
 		return 0, 0
 	}
 	return foldAVX512(&stream[0], blocks, &sg.fk), 64 * blocks
+}
+
+// tokenWords runs tokenWordsAsm over tokens (see there): the stream copy and
+// each token's last word, as many tokens as buf[pos:] has room for.
+func tokenWords(tokens []string, u []uint64, lens []uint8, buf []byte, pos int) (done, end int) {
+	if len(tokens) == 0 || len(buf) == 0 {
+		return 0, pos
+	}
+	_, _ = u[len(tokens)-1], lens[len(tokens)-1]
+	return tokenWordsAsm(&tokens[0], len(tokens), &u[0], &lens[0], &buf[0], len(buf), pos)
 }

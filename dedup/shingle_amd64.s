@@ -149,3 +149,84 @@ ffinal:
 	MOVQ AX, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// func tokenWordsAsm(toks *string, n int, u *uint64, lens *uint8, buf *byte, bufLen, pos int) (done, end int)
+//
+// For tokens toks[0..n): copies each token and a separator to buf[pos:] (the
+// normalized stream), one 8-byte store per word, and sets u[i] to the token's
+// last (len%8 bytes, with the separator) word and lens[i] to (len%8+1)&7. The
+// last word is read with one 8-byte load: from its start when that cannot
+// cross a 4 KiB page (the bytes past the token are masked off), else ending at
+// the token's last byte (shifted down): never outside the pages the token is
+// on. Stops before a token for which buf has not len+9 bytes left; returns
+// how many tokens it did and the new pos.
+TEXT ·tokenWordsAsm(SB), NOSPLIT, $0-72
+	MOVQ toks+0(FP), SI
+	MOVQ n+8(FP), CX
+	MOVQ u+16(FP), DI
+	MOVQ lens+24(FP), R8
+	MOVQ buf+32(FP), R9
+	MOVQ bufLen+40(FP), R10
+	MOVQ pos+48(FP), R11
+	XORQ BX, BX
+
+wloop:
+	CMPQ BX, CX
+	JGE wdone
+	MOVQ (SI), DX  // token bytes
+	MOVQ 8(SI), AX // token length
+	LEAQ 9(R11)(AX*1), R12
+	CMPQ R12, R10
+	JGT wdone
+	MOVQ AX, R13
+	SHRQ $3, R13
+	JZ wshort
+
+wchunk:
+	MOVQ (DX), R12
+	MOVQ R12, (R9)(R11*1)
+	ADDQ $8, DX
+	ADDQ $8, R11
+	DECQ R13
+	JNZ wchunk
+
+wshort:
+	ANDQ $7, AX // r = len % 8
+	XORQ R12, R12
+	TESTQ AX, AX
+	JZ wword
+	MOVQ DX, R13
+	ANDQ $4095, R13
+	CMPQ R13, $4088
+	JHI wnearend
+	MOVQ (DX), R12
+	SHLQ $3, AX
+	BZHIQ AX, R12, R12
+	JMP wword
+
+wnearend:
+	MOVQ -8(DX)(AX*1), R12
+	SHLQ $3, AX
+	MOVQ $64, R13
+	SUBQ AX, R13
+	SHRXQ R13, R12, R12
+
+wword: // AX = 8r, R12 = the r bytes
+	MOVQ $0x20, R13
+	SHLXQ AX, R13, R13
+	ORQ R13, R12
+	MOVQ R12, (R9)(R11*1)
+	MOVQ R12, (DI)(BX*8)
+	SHRQ $3, AX
+	LEAQ 1(R11)(AX*1), R11
+	LEAQ 1(AX), R13
+	ANDQ $7, R13
+	MOVB R13, (R8)(BX*1)
+	ADDQ $16, SI
+	INCQ BX
+	JMP wloop
+
+wdone:
+	MOVQ BX, done+56(FP)
+	MOVQ R11, end+64(FP)
+	RET

@@ -6,7 +6,6 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
-	"unsafe"
 )
 
 // Separator is the byte that follows every token in the normalized stream:
@@ -248,49 +247,38 @@ func (sg *signer) tokens(tokens []string, u []uint64) uint64 {
 	return exact
 }
 
-// tokensVec is tokens for the vector kernels: the table code takes each
-// token's whole 8-byte words, the token kernel moves each token's last word
-// (with the separator) into place, eight tokens at a time, and the stream's
-// fingerprint comes from the stream kernel over a copy of the stream (one
-// 8-byte store per word). lens has room for a byte per token.
+// tokensVec is tokens for the vector kernels: tokenWords copies the stream
+// and takes each token's last word (with the separator), the table code the
+// fingerprint of long tokens' whole 8-byte words, the token kernel moves each
+// token's last word into place, eight tokens at a time, and the stream's
+// fingerprint comes from the stream kernel over the copy. lens has room for a
+// byte per token.
 func (sg *signer) tokensVec(tokens []string, u []uint64, lens []uint8, stream *[]byte) uint64 {
 	r := sg.text
 	lens = lens[:len(tokens)]
 	u = u[:len(tokens)]
 	buf := (*stream)[:cap(*stream)]
 	pos := 0
-	for i, t := range tokens {
-		if pos+len(t)+9 > len(buf) {
-			buf = slices.Grow(buf[:pos], max(len(buf), len(t)+9, 4096))
+	for i := 0; i < len(tokens); {
+		done, end := tokenWords(tokens[i:], u[i:], lens[i:], buf, pos)
+		i, pos = i+done, end
+		if i < len(tokens) {
+			buf = slices.Grow(buf[:pos], max(len(buf), len(tokens[i])+9, 4096))
 			buf = buf[:cap(buf)]
 		}
-		var f uint64
-		s := t
-		for len(s) >= 8 {
-			w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-				uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-			f = r.step8(f ^ w)
-			binary.LittleEndian.PutUint64(buf[pos:], w)
-			pos += 8
-			s = s[8:]
-		}
-		// loadShort, written out so that it inlines: two overlapping 4-byte
-		// loads, or the first, middle and last bytes below 4.
-		var w uint64
-		if n := len(s); n >= 4 {
-			b := unsafe.Slice(unsafe.StringData(s), n)
-			w = uint64(binary.LittleEndian.Uint32(b)) | uint64(binary.LittleEndian.Uint32(b[n-4:]))<<(8*(n-4))
-		} else if n > 0 {
-			w = uint64(s[0]) | uint64(s[n>>1])<<(8*(n>>1)) | uint64(s[n-1])<<(8*(n-1))
-		}
-		w |= uint64(Separator) << (8 * len(s))
-		l := len(s) + 1
-		binary.LittleEndian.PutUint64(buf[pos:], w)
-		pos += l
-		u[i] = f ^ w
-		lens[i] = uint8(l & 7)
 	}
 	*stream = buf
+	for i, t := range tokens {
+		if len(t) < 8 {
+			continue
+		}
+		var f uint64
+		for s := t; len(s) >= 8; s = s[8:] {
+			f = r.step8(f ^ (uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+				uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56))
+		}
+		u[i] ^= f
+	}
 	for i := sg.tokensFast(u, lens); i < len(u); i++ {
 		u[i] = r.stepN(u[i], int(lens[i]-1)&7+1)
 	}
