@@ -258,6 +258,9 @@ func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []s
 		if err := db.PutMeta("config", b); err != nil {
 			return fmt.Errorf("storage: %w", err)
 		}
+		if err := db.PutMeta("url_tokens", []byte(urlTokensInPlace)); err != nil {
+			return fmt.Errorf("storage: %w", err)
+		}
 	}
 
 	denyPrivate := cfg.Fetch.DenyPrivateNetworks && !allowPrivate
@@ -444,12 +447,23 @@ func checkSignatureSettings(db *storage.DB, cfg configs.Config) error {
 			diffs = append(diffs, fmt.Sprintf("%s %v (now %v)", d.name, d.was, d.now))
 		}
 	}
+	if prev.Dedup.URLTokens && cfg.Dedup.URLTokens {
+		// Until session 7 URL tokens followed the text instead of standing
+		// in place: such a store's signatures were made another way.
+		if b, err := db.GetMeta("url_tokens"); err != nil || string(b) != urlTokensInPlace {
+			diffs = append(diffs, "dedup.url_tokens at the end of the page (an earlier Horseshoe; now in place)")
+		}
+	}
 	if len(diffs) > 0 {
 		return usagef("the crawl in this data dir signed its pages with %s: resume it with those settings, or start a new crawl in another data dir",
 			strings.Join(diffs, ", "))
 	}
 	return nil
 }
+
+// urlTokensInPlace is stored (meta "url_tokens") by every run: its
+// signatures put URL tokens where their elements are (parse.Options).
+const urlTokensInPlace = "in-place"
 
 func storedSeeds(db *storage.DB) ([]string, error) {
 	b, err := db.GetMeta("seeds")

@@ -87,6 +87,38 @@ func TestResumeRefusesOtherSignatureSettings(t *testing.T) {
 	}
 }
 
+// A store signed with URL tokens by an earlier Horseshoe (at the end of the
+// page, not in place: no "url_tokens" meta) is refused with URL tokens on;
+// one signed by this version resumes.
+func TestResumeRefusesEarlierURLTokens(t *testing.T) {
+	_, seeds := startDemo(t)
+	data := filepath.Join(t.TempDir(), "data")
+	cfg := filepath.Join(t.TempDir(), "urls.yaml")
+	if err := os.WriteFile(cfg, []byte("dedup:\n  url_tokens: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	crawl := func(maxPages int) error {
+		var so, se bytes.Buffer
+		return run(context.Background(), append([]string{"crawl", "--data", data, "--delay", "0", "--quiet",
+			"--config", cfg, "--max-pages", strconv.Itoa(maxPages)}, seeds...), &so, &se)
+	}
+	if err := crawl(4); err != nil {
+		t.Fatalf("first crawl: %v", err)
+	}
+	if m := readMeta(t, data, "url_tokens"); m["url_tokens"] != urlTokensInPlace {
+		t.Fatalf("meta url_tokens = %q, want %q", m["url_tokens"], urlTokensInPlace)
+	}
+	if err := crawl(6); err != nil {
+		t.Fatalf("resume of this version's store: %v", err)
+	}
+	writeMeta(t, data, "url_tokens", "") // as an earlier version left it
+	err := crawl(8)
+	var ue usageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "url_tokens at the end of the page") {
+		t.Fatalf("resume of an earlier version's URL-token store: got %v, want a usage error", err)
+	}
+}
+
 // A store that holds no signature yet (its first run signed no page)
 // resumes with any settings; an invalid config writes no store at all.
 func TestResumeWithoutSignaturesAcceptsAnySettings(t *testing.T) {
