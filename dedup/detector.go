@@ -227,7 +227,9 @@ func (d *Detector) keys(sig *Signature, keys []uint64) {
 func (d *Detector) addLocked(id uint64, sig *Signature, usable bool, keys []uint64) {
 	slot := uint32(len(d.ids))
 	d.ids = append(d.ids, id)
-	if _, dup := d.exact[sig.Exact]; !dup {
+	// Of pages with one exact fingerprint (only Add indexes more than one),
+	// the smallest id represents them all, whatever the order they came in.
+	if first, dup := d.exact[sig.Exact]; !dup || id < d.ids[first] {
 		d.exact[sig.Exact] = slot
 	}
 	if !usable {
@@ -356,13 +358,15 @@ func (d *Detector) addCand(slot uint32) {
 }
 
 // verify returns the candidate with the highest estimated Jaccard, if it
-// reaches the threshold (ties go to the earliest indexed page).
+// reaches the threshold. Ties go to the smallest page id, not the earliest
+// indexed page: an index rebuilt after a restart (Add, in the store's id
+// order) then names the same original as the index the crawl built.
 func (d *Detector) verify(sig *Signature, method string) (Decision, bool) {
 	s := d.opt.Samples
 	best, bestSlot := -1, uint32(0)
 	for _, c := range d.cands {
 		eq := equalSamples(sig.Sketch, d.sketches[int(c)*s:int(c+1)*s])
-		if eq > best || (eq == best && c < bestSlot) {
+		if eq > best || (eq == best && d.ids[c] < d.ids[bestSlot]) {
 			best, bestSlot = eq, c
 		}
 	}

@@ -107,6 +107,26 @@ func TestRepresentativeStaysFirst(t *testing.T) {
 	}
 }
 
+// TestTiesNameTheSmallestID: two indexed pages equally similar to a new one
+// (here identical) name the same original whatever order they were indexed
+// in, so an index rebuilt after a restart (in id order) decides as the one
+// the crawl built (in fetch order) did, for near and exact duplicates.
+func TestTiesNameTheSmallestID(t *testing.T) {
+	a := benchTokens(900, 31)
+	for _, order := range [][]uint64{{7, 3}, {3, 7}} {
+		d := newTestDetector(t, nil)
+		for _, id := range order {
+			d.Add(id, d.Sign(a))
+		}
+		if dec := d.CheckAndAdd(20, d.Sign(edit(a, 1, 32))); dec.Class != Near || dec.Original != 3 {
+			t.Errorf("indexed in order %v: near duplicate %+v, want original 3", order, dec)
+		}
+		if dec := d.CheckAndAdd(21, d.Sign(a)); dec.Class != Exact || dec.Original != 3 {
+			t.Errorf("indexed in order %v: exact duplicate %+v, want original 3", order, dec)
+		}
+	}
+}
+
 func TestAddRebuildsIndex(t *testing.T) {
 	d1 := newTestDetector(t, nil)
 	var stored [][]byte
