@@ -159,32 +159,21 @@ func (t *tokenizer) slowFrom(text string, rs, j int) int {
 	return re
 }
 
-// step takes one delimiter or one token at i a byte at a time (the path for
-// runs longer than a window) and returns where it ended.
+// step takes the run of ASCII letters and digits that starts at i a byte at a
+// time (the path for runs longer than a window; run calls it only at a run's
+// start) and returns where it ended.
 func (t *tokenizer) step(text string, i int) int {
-	n := len(text)
-	c := byteClass[text[i]]
-	if c == clsDelim {
-		return i + 1
-	}
 	start := i
 	upper := false
-	for i < n {
-		c = byteClass[text[i]]
-		if c == clsDelim || c == clsNonASCII {
+	for ; i < len(text); i++ {
+		c := byteClass[text[i]]
+		if c == clsDelim {
 			break
 		}
-		if c == clsUpper {
-			upper = true
+		if c == clsNonASCII {
+			return t.slowFrom(text, start, i)
 		}
-		i++
-	}
-	if i < n && c == clsNonASCII {
-		rs := start
-		if rs == i && rs > 0 && byteClass[text[rs-1]] == clsDelim {
-			rs--
-		}
-		return t.slowFrom(text, rs, i)
+		upper = upper || c == clsUpper
 	}
 	if !upper {
 		t.dst = append(t.dst, text[start:i])

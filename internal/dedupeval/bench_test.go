@@ -4,14 +4,30 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"testing"
 
 	"github.com/horseshoe-crawler/horseshoe/dedup"
-	"github.com/horseshoe-crawler/horseshoe/fetch"
 	"github.com/horseshoe-crawler/horseshoe/parse"
 )
+
+// goldenPages are parse's golden pages the benchmarks below time: an
+// English manual page and a Chinese one.
+var goldenPages = []string{"git-gitdiffcore.html", "flink-zh-what-is-flink-ml.html"}
+
+// goldenText returns the visible text of one of parse's golden pages.
+func goldenText(b *testing.B, file string) string {
+	b.Helper()
+	body, err := os.ReadFile(filepath.Join("..", "..", "parse", "testdata", file))
+	if err != nil {
+		b.Fatal(err)
+	}
+	u, _ := url.Parse("http://127.0.0.5/" + file)
+	doc, err := parse.Parse(body, u, parse.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return doc.Text
+}
 
 // BenchmarkNormalizeAndShingle: issue 3's "normalize and shingle at least 300
 // MB/s of text, HTML parsing excluded", measured as one step on the visible
@@ -25,18 +41,9 @@ func BenchmarkNormalizeAndShingle(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, file := range []string{"git-gitdiffcore.html", "flink-zh-what-is-flink-ml.html"} {
+	for _, file := range goldenPages {
 		b.Run(file, func(b *testing.B) {
-			body, err := os.ReadFile(filepath.Join("..", "..", "parse", "testdata", file))
-			if err != nil {
-				b.Fatal(err)
-			}
-			u, _ := url.Parse("http://127.0.0.5/" + file)
-			doc, err := parse.Parse(body, u, parse.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			text := doc.Text
+			text := goldenText(b, file)
 			toks := make([]string, 0, len(text)/4)
 			shingles := make([]uint64, 0, len(text)/4)
 			b.SetBytes(int64(len(text)))
@@ -57,17 +64,8 @@ func BenchmarkNormalizeAndShingleStages(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, file := range []string{"git-gitdiffcore.html", "flink-zh-what-is-flink-ml.html"} {
-		body, err := os.ReadFile(filepath.Join("..", "..", "parse", "testdata", file))
-		if err != nil {
-			b.Fatal(err)
-		}
-		u, _ := url.Parse("http://127.0.0.5/" + file)
-		doc, err := parse.Parse(body, u, parse.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		text := doc.Text
+	for _, file := range goldenPages {
+		text := goldenText(b, file)
 		toks := parse.Tokenize(nil, text)
 		b.Run("tokenize/"+file, func(b *testing.B) {
 			dst := make([]string, 0, len(toks))
@@ -98,35 +96,13 @@ func BenchmarkNormalizeAndShingleCorpus(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	dir := corpusDir(b)
-	var files []string
-	err = filepath.WalkDir(dir, func(path string, e os.DirEntry, err error) error {
-		if err == nil && !e.IsDir() && strings.HasSuffix(path, ".html") {
-			files = append(files, path)
-		}
-		return err
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	sort.Strings(files)
 	var texts []string
 	total, words := 0, 0
-	for i := 0; i < len(files); i += 4 {
-		body, err := os.ReadFile(files[i])
-		if err != nil {
-			continue // dangling link
-		}
-		u, _ := url.Parse("http://127.0.0.5/page.html")
-		body, _ = fetch.ToUTF8(body, "text/html") // as the crawl decodes it
-		doc, err := parse.Parse(body, u, parse.Options{})
-		if err != nil {
-			continue
-		}
+	forEachCorpusPage(b, 4, func(_ string, doc *parse.Document) {
 		texts = append(texts, doc.Text)
 		total += len(doc.Text)
 		words += len(doc.Tokens)
-	}
+	})
 	if len(texts) < 1000 {
 		b.Fatalf("%d corpus pages, want at least 1,000", len(texts))
 	}
