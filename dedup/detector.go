@@ -120,12 +120,10 @@ func (d *Detector) Shingles(tokens []string, dst []uint64) []uint64 {
 	b := d.sg.pool.Get().(*signBuf)
 	defer d.sg.pool.Put(b)
 	b.tok = grow(b.tok, n+d.sg.w-1)
-	if cap(b.lens) < n {
-		b.lens = make([]uint8, n, n+n/4)
-	}
+	b.lens = grow(b.lens, n)
 	start := len(dst)
 	dst = slices.Grow(dst, n)[:start+n]
-	d.sg.fingerprint(tokens, b.tok, dst[start:], b.lens[:n], &b.stream)
+	d.sg.fingerprint(tokens, b.tok, dst[start:], b.lens, &b.stream)
 	return dst
 }
 

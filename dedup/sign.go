@@ -124,10 +124,8 @@ func (sg *signer) sign(tokens []string) *Signature {
 
 	b.tok = grow(b.tok, n+sg.w-1)
 	b.xs = grow(b.xs, n)
-	if cap(b.lens) < n {
-		b.lens = make([]uint8, n, n+n/4)
-	}
-	sig.Exact = sg.fingerprint(tokens, b.tok, b.xs, b.lens[:n], &b.stream)
+	b.lens = grow(b.lens, n)
+	sig.Exact = sg.fingerprint(tokens, b.tok, b.xs, b.lens, &b.stream)
 	for i, x := range b.xs {
 		b.xs[i] = mix64(x)
 	}
@@ -269,15 +267,9 @@ func (sg *signer) tokensVec(tokens []string, u []uint64, lens []uint8, stream *[
 	}
 	*stream = buf
 	for i, t := range tokens {
-		if len(t) < 8 {
-			continue
+		if len(t) >= 8 {
+			u[i] ^= r.ExtendString(0, t[:len(t)&^7]) // the whole words
 		}
-		var f uint64
-		for s := t; len(s) >= 8; s = s[8:] {
-			f = r.step8(f ^ (uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-				uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56))
-		}
-		u[i] ^= f
 	}
 	for i := sg.tokensFast(u, lens); i < len(u); i++ {
 		u[i] = r.stepN(u[i], int(lens[i]-1)&7+1)
@@ -529,9 +521,9 @@ func loadShort(s string) uint64 {
 	return 0
 }
 
-func grow(s []uint64, n int) []uint64 {
+func grow[T any](s []T, n int) []T {
 	if cap(s) < n {
-		return make([]uint64, n, n+n/4)
+		return make([]T, n, n+n/4)
 	}
 	return s[:n]
 }
