@@ -18,17 +18,15 @@ import (
 // they do anyway.
 // Not safe for concurrent use: the Detector serializes writers.
 type hindex struct {
-	spare  int  // t = log2(len) - spare: about 2^spare entries per header
-	maxT   uint // header bits at most
-	t      uint
-	vals   []uint64
-	slots  []uint32
-	off    []uint32
-	dvals  []uint64
-	dslots []uint32
-	dnext  []int32
-	dhead  []int32 // power of two; -1 = empty
-	limit  int     // delta size that triggers a merge
+	spare int  // t = log2(len) - spare: about 2^spare entries per header
+	maxT  uint // header bits at most
+	t     uint
+	vals  []uint64
+	slots []uint32
+	off   []uint32
+	delta []dentry
+	dhead []int32 // power of two; -1 = empty
+	limit int     // delta size that triggers a merge
 	// The mappings behind vals, slots and off when they are large (makeBig).
 	valsMem, slotsMem, offMem bigMem
 }
@@ -60,7 +58,15 @@ func (h *hindex) chooseT(n int) uint {
 
 func (h *hindex) header(v uint64) uint32 { return uint32(v >> (64 - h.t)) }
 
-func (h *hindex) len() int { return len(h.vals) + len(h.dvals) }
+func (h *hindex) len() int { return len(h.vals) + len(h.delta) }
+
+// dentry is a delta entry: value, slot and the chain's next entry on one
+// line, so that following a chain costs one miss per entry, not three.
+type dentry struct {
+	val  uint64
+	slot uint32
+	next int32 // -1: end of the chain
+}
 
 // resetDelta empties the delta and sizes its head table for the next limit:
 // one head per delta entry at the limit.
@@ -73,51 +79,47 @@ func (h *hindex) resetDelta() {
 	for i := range h.dhead {
 		h.dhead[i] = -1
 	}
-	h.dvals, h.dslots, h.dnext = h.dvals[:0], h.dslots[:0], h.dnext[:0]
+	h.delta = h.delta[:0]
 }
 
 // deltaHead returns the first delta entry of the chain holding header hd, or
-// -1; follow dnext. Entries of other headers may be on the chain.
+// -1; follow next. Entries of other headers may be on the chain.
 func (h *hindex) deltaHead(hd uint32) int32 { return h.dhead[hd&uint32(len(h.dhead)-1)] }
 
 // insert adds (v, slot).
 func (h *hindex) insert(v uint64, slot uint32) {
 	b := h.header(v) & uint32(len(h.dhead)-1)
-	h.dnext = append(h.dnext, h.dhead[b])
-	h.dhead[b] = int32(len(h.dvals))
-	h.dvals = append(h.dvals, v)
-	h.dslots = append(h.dslots, slot)
-	if len(h.dvals) >= h.limit {
+	h.delta = append(h.delta, dentry{val: v, slot: slot, next: h.dhead[b]})
+	h.dhead[b] = int32(len(h.delta) - 1)
+	if len(h.delta) >= h.limit {
 		h.merge()
 	}
 }
 
 // merge sorts the delta into the base and rebuilds the offset table.
 func (h *hindex) merge() {
-	n := len(h.vals) + len(h.dvals)
-	idx := make([]int32, len(h.dvals))
-	for i := range idx {
-		idx[i] = int32(i)
-	}
-	slices.SortFunc(idx, func(a, b int32) int {
-		va, vb := h.dvals[a], h.dvals[b]
+	n := len(h.vals) + len(h.delta)
+	// The chains are rebuilt empty after the merge: sort the entries
+	// themselves.
+	d := h.delta
+	slices.SortFunc(d, func(a, b dentry) int {
 		switch {
-		case va < vb:
+		case a.val < b.val:
 			return -1
-		case va > vb:
+		case a.val > b.val:
 			return 1
 		}
-		return int(h.dslots[a]) - int(h.dslots[b])
+		return int(a.slot) - int(b.slot)
 	})
 	vals, valsMem := makeBig[uint64](h, n)
 	slots, slotsMem := makeBig[uint32](h, n)
 	i, j := 0, 0
 	for w := range vals {
-		if j == len(idx) || (i < len(h.vals) && h.vals[i] <= h.dvals[idx[j]]) {
+		if j == len(d) || (i < len(h.vals) && h.vals[i] <= d[j].val) {
 			vals[w], slots[w] = h.vals[i], h.slots[i]
 			i++
 		} else {
-			vals[w], slots[w] = h.dvals[idx[j]], h.dslots[idx[j]]
+			vals[w], slots[w] = d[j].val, d[j].slot
 			j++
 		}
 	}
@@ -151,6 +153,6 @@ func (h *hindex) base(hd uint32) (vals []uint64, slots []uint32) {
 // memoryBytes is the RAM held by the index (slice capacities and the delta chains).
 func (h *hindex) memoryBytes() int64 {
 	m := int64(cap(h.vals))*8 + int64(cap(h.slots))*4 + int64(cap(h.off))*4 +
-		int64(cap(h.dvals))*8 + int64(cap(h.dslots))*4 + int64(cap(h.dnext))*4
+		int64(cap(h.delta))*16
 	return m + int64(cap(h.dhead))*4
 }

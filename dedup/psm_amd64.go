@@ -2,6 +2,12 @@
 
 package dedup
 
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
 //go:noescape
 func rankAVX512(keys *[32]uint16, n int, rank *[32]uint8)
 
@@ -22,3 +28,42 @@ func rankKeys(keys *[32]uint16, n int, rank *[32]uint8) bool {
 // reorder buffer fills). addr need not be valid memory: the instruction
 // never faults.
 func prefetch(addr uintptr)
+
+// prefetch2 is two prefetches in one call.
+func prefetch2(a, b uintptr)
+
+//go:noescape
+func locateAVX512(hds *uint32, n int, off *uint32, dhead *int32, dmask uint32, vals *uint64, lo, hi *uint32, cur *int32, delta *dentry)
+
+//go:noescape
+func bucketMasksAVX512(vals *uint64, lo, hi *uint32, n int, fp uint64, k int, out *uint8)
+
+// hasPSMVector reports whether PSM's bucket kernels can run (masked loads and
+// VPOPCNTQ); psmVector lets tests turn them off to check the portable code.
+var (
+	hasPSMVector = hasAVX512 && cpu.X86.HasAVX512VPOPCNTDQ
+	psmVector    = true
+)
+
+// locateVector is locate's loop in one call, when the kernels can run: the
+// call replaces a prefetch call per line and the slices' appends.
+func locateVector(h *hindex, q *psmQuery) bool {
+	if !hasPSMVector || !psmVector || len(q.hds) == 0 {
+		return false
+	}
+	n := len(q.hds)
+	locateAVX512(&q.hds[0], n, unsafe.SliceData(h.off), &h.dhead[0], uint32(len(h.dhead)-1),
+		unsafe.SliceData(h.vals), &q.lo[:n][0], &q.hi[:n][0], &q.cur[:n][0], unsafe.SliceData(h.delta))
+	return true
+}
+
+// bucketMasks sets masks[i] to the entries among the first 8 of q's bucket i
+// within distance k of q.fp, as bits, when the kernels can run.
+func bucketMasks(h *hindex, q *psmQuery, k int, masks []uint8) bool {
+	if !hasPSMVector || !psmVector || len(q.hds) == 0 {
+		return false
+	}
+	n := len(q.hds)
+	bucketMasksAVX512(unsafe.SliceData(h.vals), &q.lo[:n][0], &q.hi[:n][0], n, q.fp, k, &masks[:n][0])
+	return true
+}

@@ -40,12 +40,20 @@ type PSM struct {
 }
 
 type psmBuf struct {
-	heap   voshHeap
-	order  [64]uint8
-	logit  [64]int64
+	heap  voshHeap
+	order [64]uint8
+	logit [64]int64
+	q     psmQuery
+}
+
+// psmQuery is a query in flight: its headers to look up and, once their
+// offsets are read, its buckets and delta chains.
+type psmQuery struct {
+	fp     uint64
 	hds    []uint32
 	lo, hi []uint32
 	cur    []int32
+	mask   []uint8 // per bucket, its first 8 entries within distance k
 }
 
 // NewPSM returns an empty PSM index making at most budget header lookups per
@@ -87,45 +95,84 @@ func (p *PSM) Search(fp uint64, margins *[64]uint8, k int, visit func(slot uint3
 	// end of the search.
 	p.searching = true
 	defer func() { p.searching = false }()
+	q := &p.buf.q
+	q.fp = fp
+	q.hds = p.lookups(fp, margins, k, p.budget-1, q.hds)
+	p.locate(q)
+	return p.scan(q, k, visit)
+}
+
+// locate reads the offsets of q's headers (prefetched by lookups) and
+// prefetches the buckets, first and last line (about 38 bytes at 10 M), all
+// at once, so that their misses overlap each other.
+func (p *PSM) locate(q *psmQuery) {
 	h := p.idx
-	buf := &p.buf
-	hds := p.lookups(fp, margins, k, p.budget-1)
-	// lookups prefetched each header's offsets as it yielded the header, so
-	// those misses overlapped the enumeration; the buckets' first lines are
-	// prefetched all at once here, so their misses overlap each other.
-	buf.lo, buf.hi, buf.cur = buf.lo[:0], buf.hi[:0], buf.cur[:0]
-	vals := uintptr(unsafe.Pointer(unsafe.SliceData(h.vals)))
-	for _, hd := range hds {
-		lo := h.off[hd]
-		buf.lo = append(buf.lo, lo)
-		buf.hi = append(buf.hi, h.off[hd+1])
-		buf.cur = append(buf.cur, h.deltaHead(hd))
-		prefetch(vals + 8*uintptr(lo))
+	n := len(q.hds)
+	q.lo, q.hi, q.cur = grow(q.lo, n), grow(q.hi, n), grow(q.cur, n)
+	if locateVector(h, q) {
+		return
 	}
-	for i := range hds {
-		lo, hi := buf.lo[i], buf.hi[i]
-		for j, v := range h.vals[lo:hi] {
-			if bits.OnesCount64(fp^v) <= k && !visit(h.slots[int(lo)+j]) {
-				return i + 1
+	vals := uintptr(unsafe.Pointer(unsafe.SliceData(h.vals)))
+	for i, hd := range q.hds {
+		lo, hi := h.off[hd], h.off[hd+1]
+		q.lo[i], q.hi[i], q.cur[i] = lo, hi, h.deltaHead(hd)
+		prefetch(vals + 8*uintptr(lo))
+		prefetch(vals + 8*uintptr(max(hi, 1)-1))
+	}
+}
+
+// scan checks q's buckets, then its delta chains, calling visit for every
+// entry within distance k until visit returns false; it returns the lookups
+// made (all of them, or up to the one whose match ended the search).
+func (p *PSM) scan(q *psmQuery, k int, visit func(slot uint32) bool) int {
+	h := p.idx
+	fp := q.fp
+	q.mask = grow(q.mask, len(q.hds))
+	if bucketMasks(h, q, k, q.mask) {
+		// The first 8 entries of each bucket are checked at once, with no
+		// branch on the bucket's length; longer buckets go on below.
+		for i, m := range q.mask {
+			lo, hi := q.lo[i], q.hi[i]
+			for ; m != 0; m &= m - 1 {
+				if !visit(h.slots[int(lo)+bits.TrailingZeros8(m)]) {
+					return i + 1
+				}
+			}
+			if hi-lo > 8 {
+				for j, v := range h.vals[lo+8 : hi] {
+					if bits.OnesCount64(fp^v) <= k && !visit(h.slots[int(lo)+8+j]) {
+						return i + 1
+					}
+				}
+			}
+		}
+	} else {
+		for i := range q.hds {
+			lo, hi := q.lo[i], q.hi[i]
+			for j, v := range h.vals[lo:hi] {
+				if bits.OnesCount64(fp^v) <= k && !visit(h.slots[int(lo)+j]) {
+					return i + 1
+				}
 			}
 		}
 	}
 	// The delta chains, one link of every lookup per round.
 	for live := true; live; {
 		live = false
-		for i := range hds {
-			j := buf.cur[i]
+		for i := range q.hds {
+			j := q.cur[i]
 			if j < 0 {
 				continue
 			}
 			live = true
-			if bits.OnesCount64(fp^h.dvals[j]) <= k && !visit(h.dslots[j]) {
-				return len(hds)
+			e := &h.delta[j]
+			if bits.OnesCount64(fp^e.val) <= k && !visit(e.slot) {
+				return len(q.hds)
 			}
-			buf.cur[i] = h.dnext[j]
+			q.cur[i] = e.next
 		}
 	}
-	return len(hds)
+	return len(q.hds)
 }
 
 // lookups returns the headers to look up: fp's own, then fp's with header
@@ -135,16 +182,18 @@ func (p *PSM) Search(fp uint64, margins *[64]uint8, k int, visit func(slot uint3
 // of the bits ranked above it, so the first budget-1 sets never reach rank
 // budget-1 (m = budget-1 gives the same lookups as ranking all t bits, up to
 // the order of equally probable sets).
-func (p *PSM) lookups(fp uint64, margins *[64]uint8, k, m int) []uint32 {
+func (p *PSM) lookups(fp uint64, margins *[64]uint8, k, m int, dst []uint32) []uint32 {
 	h := p.idx
 	t := int(h.t)
 	buf := &p.buf
 	// The offsets of each header are prefetched as soon as it is known
 	// (prefetch never faults, so no bounds check is needed).
+	// So is its delta chain's head.
 	off := uintptr(unsafe.Pointer(unsafe.SliceData(h.off)))
+	dhead, dmask := uintptr(unsafe.Pointer(unsafe.SliceData(h.dhead))), uint32(len(h.dhead)-1)
 	hd := h.header(fp)
-	prefetch(off + 4*uintptr(hd))
-	hds := append(buf.hds[:0], hd)
+	prefetch2(off+4*uintptr(hd), dhead+4*uintptr(hd&dmask))
+	hds := append(dst[:0], hd)
 	if p.budget > 1 && k > 0 {
 		m = min(m, t)
 		for i := range t {
@@ -164,11 +213,10 @@ func (p *PSM) lookups(fp uint64, margins *[64]uint8, k, m int) []uint32 {
 				set >>= 8
 			}
 			hd := h.header(fp ^ mask)
-			prefetch(off + 4*uintptr(hd))
+			prefetch2(off+4*uintptr(hd), dhead+4*uintptr(hd&dmask))
 			hds = append(hds, hd)
 		}
 	}
-	buf.hds = hds
 	return hds
 }
 
@@ -370,8 +418,8 @@ func (b *BPHS) Search(fp uint64, _ *[64]uint8, k int, visit func(slot uint32) bo
 				return ti + 1
 			}
 		}
-		for i := tb.deltaHead(hd); i >= 0; i = tb.dnext[i] {
-			if bits.OnesCount64(q^tb.dvals[i]) <= k && !visit(tb.dslots[i]) {
+		for i := tb.deltaHead(hd); i >= 0; i = tb.delta[i].next {
+			if e := &tb.delta[i]; bits.OnesCount64(q^e.val) <= k && !visit(e.slot) {
 				return ti + 1
 			}
 		}

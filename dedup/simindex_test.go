@@ -237,9 +237,9 @@ func TestPSMRanksOnlyWhatTheBudgetReaches(t *testing.T) {
 				}
 				fp := rng.Uint64()
 				for k := 1; k <= 3; k++ {
-					full := slices.Clone(p.lookups(fp, mp, k, tb))
+					full := slices.Clone(p.lookups(fp, mp, k, tb, nil))
 					p.Search(fp, mp, k, func(uint32) bool { return true })
-					used := p.buf.hds
+					used := p.buf.q.hds
 					if !slices.Equal(full, used) {
 						t.Fatalf("n=%d budget=%d k=%d query %d: Search looked up %x, ranking all %d bits gives %x",
 							n, budget, k, q, used, tb, full)
@@ -335,7 +335,7 @@ func TestPrefetchAnyAddress(t *testing.T) {
 	p := NewPSM(16, DefaultPSMSigma)
 	p.idx.t = 28 // headers far past the 17-entry offset table
 	var margins [64]uint8
-	if n := len(p.lookups(^uint64(0), &margins, 3, 15)); n != 16 {
+	if n := len(p.lookups(^uint64(0), &margins, 3, 15, nil)); n != 16 {
 		t.Fatalf("%d lookups, want 16", n)
 	}
 }
@@ -363,6 +363,68 @@ func TestAddFromSearchPanics(t *testing.T) {
 		ix.Add(2, 2)
 		if ix.Len() != 3001 {
 			t.Errorf("%T: %d fingerprints, want 3001", ix, ix.Len())
+		}
+	}
+}
+
+// TestPSMKernelsEqualPortable: the bucket kernels (one call locating every
+// bucket, masked compares of each bucket's first 8 entries) find what the
+// portable loops find, in the same order, for buckets of 0 to over 8 entries
+// (about 2^spare per header), an empty index and the first merges.
+func TestPSMKernelsEqualPortable(t *testing.T) {
+	if !hasPSMVector {
+		t.Skip("no AVX-512 VPOPCNTDQ: only the portable code runs here")
+	}
+	defer func() { psmVector = true }()
+	rng := rand.New(rand.NewPCG(41, 42))
+	for _, spare := range []int{0, 2, 4} {
+		for _, n := range []int{0, 1, 900, 5000, 40000} {
+			p := newPSM(12, DefaultPSMSigma, spare)
+			fps := make([]uint64, n)
+			for i := range fps {
+				fps[i] = rng.Uint64()
+				if i > 0 && i%7 == 0 {
+					fps[i] = fps[i-1] ^ 1<<rng.IntN(64) // neighbours share buckets
+				}
+				p.Add(fps[i], uint32(i))
+			}
+			long := false
+			for hd := range len(p.idx.off) - 1 {
+				long = long || p.idx.off[hd+1]-p.idx.off[hd] > 8
+			}
+			if spare == 4 && n >= 5000 && !long {
+				t.Fatalf("spare %d n %d: no bucket over 8 entries", spare, n)
+			}
+			matches := 0
+			for q := range 300 {
+				fp := rng.Uint64()
+				if n > 0 {
+					fp = fps[rng.IntN(n)]
+					for range q % 5 {
+						fp ^= 1 << rng.IntN(64)
+					}
+				}
+				var m [64]uint8
+				for j := range m {
+					m[j] = uint8(rng.IntN(256))
+				}
+				for _, first := range []bool{false, true} {
+					var got [2][]uint32
+					var looked [2]int
+					for v, on := range []bool{true, false} {
+						psmVector = on
+						looked[v] = p.Search(fp, &m, 3, func(s uint32) bool { got[v] = append(got[v], s); return !first })
+					}
+					if !slices.Equal(got[0], got[1]) || looked[0] != looked[1] {
+						t.Fatalf("spare %d n %d query %d first=%v: kernels found %v in %d lookups, portable %v in %d",
+							spare, n, q, first, got[0], looked[0], got[1], looked[1])
+					}
+					matches += len(got[0])
+				}
+			}
+			if n > 0 && matches < 300 {
+				t.Fatalf("spare %d n %d: only %d matches", spare, n, matches)
+			}
 		}
 	}
 }
