@@ -38,6 +38,9 @@ func locateAVX512(hds *uint32, n int, off *uint32, dhead *int32, dmask uint32, v
 //go:noescape
 func bucketMasksAVX512(vals *uint64, lo, hi *uint32, n int, fp uint64, k int, out *uint8)
 
+// locateAVX512 prefetches delta entries at 16 bytes each.
+var _ [0]struct{} = [unsafe.Sizeof(dentry{}) - 16]struct{}{}
+
 // hasPSMVector reports whether PSM's bucket kernels can run (masked loads and
 // VPOPCNTQ); psmVector lets tests turn them off to check the portable code.
 var (
@@ -48,7 +51,9 @@ var (
 // locateVector is locate's loop in one call, when the kernels can run: the
 // call replaces a prefetch call per line and the slices' appends.
 func locateVector(h *hindex, q *psmQuery) bool {
-	if !hasPSMVector || !psmVector || len(q.hds) == 0 {
+	// The kernel does not check bounds: every header must be below 2^t,
+	// as h.header makes them, with the offset table sized to match.
+	if !hasPSMVector || !psmVector || len(q.hds) == 0 || len(h.off) != 1<<h.t+1 {
 		return false
 	}
 	n := len(q.hds)
@@ -60,7 +65,9 @@ func locateVector(h *hindex, q *psmQuery) bool {
 // bucketMasks sets masks[i] to the entries among the first 8 of q's bucket i
 // within distance k of q.fp, as bits, when the kernels can run.
 func bucketMasks(h *hindex, q *psmQuery, k int, masks []uint8) bool {
-	if !hasPSMVector || !psmVector || len(q.hds) == 0 {
+	// The kernel compares distances with k unsigned: a negative k (no
+	// match at all) goes to the portable loop.
+	if !hasPSMVector || !psmVector || len(q.hds) == 0 || k < 0 {
 		return false
 	}
 	n := len(q.hds)

@@ -97,20 +97,20 @@ TEXT ·bucketMasksAVX512(SB), NOSPLIT, $0-56
 	MOVQ lo+8(FP), SI
 	MOVQ hi+16(FP), DX
 	MOVQ n+24(FP), R12
+	TESTQ R12, R12
+	JLE maskdone
 	VPBROADCASTQ fp+32(FP), Z1
-	VPBROADCASTQ k+40(FP), Z2
+	VPBROADCASTQ k+40(FP), Z2 // k >= 0: compared unsigned
 	MOVQ out+48(FP), DI
 	MOVL $8, R9
 	XORQ BX, BX
-	TESTQ R12, R12
-	JLE maskdone
 
 maskloop:
 	MOVL (SI)(BX*4), AX
 	MOVL (DX)(BX*4), CX
 	SUBL AX, CX
 	CMPL CX, R9
-	CMOVLGT R9, CX
+	CMOVLHI R9, CX    // unsigned: min(len, 8) for any length
 	NEGL CX
 	ADDL $8, CX       // 8 - min(len, 8)
 	MOVL $0xff, R10

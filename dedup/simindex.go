@@ -3,6 +3,7 @@ package dedup
 import (
 	"math"
 	"math/bits"
+	"slices"
 	"unsafe"
 )
 
@@ -154,6 +155,14 @@ func (p *PSM) scan(q *psmQuery, k int, visit func(slot uint32) bool) int {
 					return i + 1
 				}
 			}
+		}
+	}
+	// Lookups whose headers share a slot of the delta's head table (it has
+	// fewer bits than the header when the delta is small) share its chain:
+	// walk it once, or its matches are visited twice.
+	for i := 1; i < len(q.cur); i++ {
+		if c := q.cur[i]; c >= 0 && slices.Contains(q.cur[:i], c) {
+			q.cur[i] = -1
 		}
 	}
 	// The delta chains, one link of every lookup per round.

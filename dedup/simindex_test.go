@@ -409,22 +409,71 @@ func TestPSMKernelsEqualPortable(t *testing.T) {
 					m[j] = uint8(rng.IntN(256))
 				}
 				for _, first := range []bool{false, true} {
+					// k = 3 mostly; 0, 8 and -1 (no match) now and then.
+					k := []int{3, 3, 0, 3, 8, -1}[q%6]
 					var got [2][]uint32
 					var looked [2]int
 					for v, on := range []bool{true, false} {
 						psmVector = on
-						looked[v] = p.Search(fp, &m, 3, func(s uint32) bool { got[v] = append(got[v], s); return !first })
+						looked[v] = p.Search(fp, &m, k, func(s uint32) bool { got[v] = append(got[v], s); return !first })
 					}
 					if !slices.Equal(got[0], got[1]) || looked[0] != looked[1] {
-						t.Fatalf("spare %d n %d query %d first=%v: kernels found %v in %d lookups, portable %v in %d",
-							spare, n, q, first, got[0], looked[0], got[1], looked[1])
+						t.Fatalf("spare %d n %d query %d k %d first=%v: kernels found %v in %d lookups, portable %v in %d",
+							spare, n, q, k, first, got[0], looked[0], got[1], looked[1])
+					}
+					if k < 0 && len(got[0]) > 0 {
+						t.Fatalf("k = -1: %d matches", len(got[0]))
 					}
 					matches += len(got[0])
 				}
 			}
-			if n > 0 && matches < 300 {
+			if n > 0 && matches < 200 {
 				t.Fatalf("spare %d n %d: only %d matches", spare, n, matches)
 			}
 		}
+	}
+}
+
+// TestPSMVisitsEachMatchOnce: a small delta's head table has fewer bits than
+// the header, so lookups that differ only in the header's high bits share a
+// chain; each match must still be visited once, and all of them found.
+func TestPSMVisitsEachMatchOnce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	p := newPSM(1<<12, DefaultPSMSigma, 0) // t = log2 n
+	const n = 40000
+	fps := make([]uint64, n)
+	for i := range fps {
+		fps[i] = rng.Uint64()
+		if i > n-2000 && i%3 == 0 {
+			// Neighbours in the delta, off by bits of the header's top.
+			fps[i] = fps[i-1] ^ 1<<(63-rng.IntN(3))
+		}
+		p.Add(fps[i], uint32(i))
+	}
+	heads := bits.Len(uint(len(p.idx.dhead) - 1))
+	if len(p.idx.delta) == 0 || heads >= int(p.idx.t) {
+		t.Fatalf("delta %d entries, %d head bits, t = %d: the test needs a delta with fewer head bits than t",
+			len(p.idx.delta), heads, p.idx.t)
+	}
+	inDelta := 0
+	for q := n - 2000; q < n; q++ {
+		var got []uint32
+		p.Search(fps[q], nil, 3, func(s uint32) bool { got = append(got, s); return true })
+		var want []uint32
+		for s, v := range fps {
+			if bits.OnesCount64(v^fps[q]) <= 3 {
+				want = append(want, uint32(s))
+			}
+		}
+		sorted := slices.Sorted(slices.Values(got))
+		if !slices.Equal(sorted, want) {
+			t.Fatalf("query %d: visited %v, want each of %v once", q, got, want)
+		}
+		if len(want) > 1 {
+			inDelta++
+		}
+	}
+	if inDelta < 100 {
+		t.Fatalf("only %d queries with more than one match", inDelta)
 	}
 }
