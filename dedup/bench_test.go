@@ -281,9 +281,9 @@ func BenchmarkSimhashSearch(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/n=%dM", ix.name, n>>20), func(b *testing.B) {
 				w := simhashFixture(n)
 				// Runs of one index (-count, the -first run of a budget)
-				// share it: they are then many short samples of the same
-				// memory, interleaved, at one build each. Only the run that
-				// built it reports insert-ns/fp.
+				// share it: many short samples of the same memory at one
+				// build each. Only the run that built it reports
+				// insert-ns/fp.
 				key := fmt.Sprintf("%s/%d", strings.TrimSuffix(ix.name, "-first"), n)
 				built, cached := simhashIndexes.Load(key)
 				if !cached {
