@@ -129,31 +129,23 @@ func (p *PSM) scan(q *psmQuery, k int, visit func(slot uint32) bool) int {
 	h := p.idx
 	fp := q.fp
 	q.mask = grow(q.mask, len(q.hds))
-	if bucketMasks(h, q, k, q.mask) {
-		// The first 8 entries of each bucket are checked at once, with no
-		// branch on the bucket's length; longer buckets go on below.
-		for i, m := range q.mask {
-			lo, hi := q.lo[i], q.hi[i]
-			for ; m != 0; m &= m - 1 {
+	// With the kernels, the first 8 entries of each bucket are checked at
+	// once, with no branch on the bucket's length; the loop below takes
+	// the rest (all of it without them).
+	vec := bucketMasks(h, q, k, q.mask)
+	for i := range q.hds {
+		lo, hi := q.lo[i], q.hi[i]
+		if vec {
+			for m := q.mask[i]; m != 0; m &= m - 1 {
 				if !visit(h.slots[int(lo)+bits.TrailingZeros8(m)]) {
 					return i + 1
 				}
 			}
-			if hi-lo > 8 {
-				for j, v := range h.vals[lo+8 : hi] {
-					if bits.OnesCount64(fp^v) <= k && !visit(h.slots[int(lo)+8+j]) {
-						return i + 1
-					}
-				}
-			}
+			lo = min(lo+8, hi)
 		}
-	} else {
-		for i := range q.hds {
-			lo, hi := q.lo[i], q.hi[i]
-			for j, v := range h.vals[lo:hi] {
-				if bits.OnesCount64(fp^v) <= k && !visit(h.slots[int(lo)+j]) {
-					return i + 1
-				}
+		for j, v := range h.vals[lo:hi] {
+			if bits.OnesCount64(fp^v) <= k && !visit(h.slots[int(lo)+j]) {
+				return i + 1
 			}
 		}
 	}
