@@ -337,6 +337,12 @@ func (f *Frontier) Stop() {
 // leases it, or returns ErrDone, or ctx's error.
 func (f *Frontier) Next(ctx context.Context) (*Item, error) {
 	for {
+		// A cancelled crawl leases nothing more, even when URLs are ready:
+		// otherwise a worker whose item was requeued by the cancellation
+		// leases it again at once, and spins.
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		f.mu.Lock()
 		if f.stopped {
 			f.mu.Unlock()

@@ -321,3 +321,33 @@ func TestBlockedHostWaitsAndIsGivenUp(t *testing.T) {
 		t.Fatalf("after give-up: %v", err)
 	}
 }
+
+// TestNextStopsOnCancelledContext: a cancelled context leases nothing, even
+// when URLs are ready at once (the first Ctrl-C stops leasing; after the
+// second, a requeued item must not be leased again and again).
+func TestNextStopsOnCancelledContext(t *testing.T) {
+	s := newMemStore()
+	f, err := New(Options{Delay: 0}, s, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enqueue(f, s, "a", "a1", "a2")
+	enqueue(f, s, "b", "b1")
+	ctx, cancel := context.WithCancel(context.Background())
+	it, err := f.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	// The item in flight is requeued by its cancelled request: ready again.
+	f.Release(it, Outcome{Requeue: true})
+	f.Finish(it)
+	for i := 0; i < 3; i++ {
+		if it, err := f.Next(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Next after cancel: item %v, err %v; want context.Canceled", it, err)
+		}
+	}
+	if st := f.Stats(); st.Queued != 3 || st.Active != 0 {
+		t.Errorf("after cancel: queued %d active %d, want 3 and 0", st.Queued, st.Active)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/horseshoe-crawler/horseshoe/internal/hostile"
 	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
 	"github.com/horseshoe-crawler/horseshoe/report"
 )
@@ -154,6 +156,56 @@ func TestInterruptStopsCleanlyAndResumes(t *testing.T) {
 		t.Fatal("two Ctrl-Cs did not stop the crawl within 10s")
 	}
 	if err := run(context.Background(), []string{"report", "--data", data2, "--format", "json", "--out", filepath.Join(t.TempDir(), "r2.json")}, &out, &errOut); err != nil {
+		t.Fatalf("store after two interrupts does not open: %v", err)
+	}
+}
+
+// TestSecondInterruptWithFetchInFlight: the second Ctrl-C stops at once even
+// while a fetch is in flight on a host whose URLs are ready again the moment
+// the cancelled request is requeued (a worker used to lease, cancel and
+// requeue the same URL forever). The first Ctrl-C leases nothing new.
+func TestSecondInterruptWithFetchInFlight(t *testing.T) {
+	bin := buildSignalCrawler(t)
+	hs, err := hostile.Start(hostile.Options{Addr: "127.0.0.91:0", RobotsAddr: "127.0.0.92:0", DripInterval: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hs.Close()
+	data := filepath.Join(t.TempDir(), "data")
+	cmd := exec.Command(bin, "crawl", "--data", data, "--delay", "0", "--quiet", "--workers", "4",
+		hs.URL+"/slow-drip", hs.URL+"/endless", hs.URL+"/huge-length-hang")
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// Wait until the slow page is being served, then interrupt twice.
+	deadline := time.Now().Add(10 * time.Second)
+	for hs.Handler().Hits("/slow-drip") == 0 {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the slow page was never requested: %s", errOut.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	time.Sleep(300 * time.Millisecond)
+	before := len(hs.Handler().Paths())
+	cmd.Process.Signal(os.Interrupt)
+	start := time.Now()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("the second Ctrl-C did not stop the crawl within 5s: %s", errOut.String())
+	}
+	t.Logf("exited %s after the second Ctrl-C", time.Since(start).Round(time.Millisecond))
+	if after := len(hs.Handler().Paths()); after != before {
+		t.Errorf("paths requested after the first Ctrl-C: %d -> %d", before, after)
+	}
+	if err := run(context.Background(), []string{"report", "--data", data, "--format", "json", "--out", filepath.Join(t.TempDir(), "r.json")}, io.Discard, io.Discard); err != nil {
 		t.Fatalf("store after two interrupts does not open: %v", err)
 	}
 }
