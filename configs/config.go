@@ -45,6 +45,21 @@ func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(),
 // D returns the value as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
+// MaxBodySize bounds fetch.max_body_size: a body's decoded text takes up to
+// three times its bytes (one byte of windows-1252 or an invalid byte becomes
+// three of UTF-8), and each is stored as one value of at most 2 GB.
+const MaxBodySize = 512 << 20
+
+// MaxURLLength bounds urls.max_length: a URL is part of store keys, some of
+// which hold two URLs (a skipped copy and the page it waits on), and Badger
+// refuses keys above 65,000 bytes.
+const MaxURLLength = 16 << 10
+
+// StoredValueSize is the largest value a crawl with body limit maxBody
+// writes: its text (up to three bytes per body byte) or its raw response
+// (the body, and headers of up to 1 MB).
+func StoredValueSize(maxBody int64) int64 { return 3*maxBody + 1<<20 }
+
 // Config is the whole configuration. Field names follow default.yaml.
 type Config struct {
 	Crawl      Crawl      `yaml:"crawl"`
@@ -242,16 +257,16 @@ func (c Config) Validate() error {
 	if f.Timeout <= 0 {
 		bad("fetch.timeout must be > 0, got %s", f.Timeout.D())
 	}
-	if f.MaxBodySize < 1024 {
-		bad("fetch.max_body_size must be at least 1024 bytes, got %d", f.MaxBodySize)
+	if f.MaxBodySize < 1024 || f.MaxBodySize > MaxBodySize {
+		bad("fetch.max_body_size must be between 1024 and %d bytes (512 MiB), got %d", MaxBodySize, f.MaxBodySize)
 	}
 	if f.MaxRedirects < 0 || f.MaxRedirects > 50 {
 		bad("fetch.max_redirects must be between 0 and 50, got %d", f.MaxRedirects)
 	}
 
 	u := c.URLs
-	if u.MaxLength < 16 {
-		bad("urls.max_length must be >= 16, got %d", u.MaxLength)
+	if u.MaxLength < 16 || u.MaxLength > MaxURLLength {
+		bad("urls.max_length must be between 16 and %d, got %d", MaxURLLength, u.MaxLength)
 	}
 	if u.MaxPathDepth < 1 {
 		bad("urls.max_path_depth must be >= 1, got %d", u.MaxPathDepth)

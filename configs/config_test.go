@@ -87,6 +87,8 @@ func TestLoadErrors(t *testing.T) {
 		"unknown key":  {"crawl:\n  wrokers: 2\n", "wrokers"},
 		"bad duration": {"politeness:\n  delay: soon\n", "not a duration"},
 		"not yaml":     {"crawl: [\n", "yaml"},
+		"body limit above what one stored value holds": {"fetch:\n  max_body_size: 600000000\n", "fetch.max_body_size"},
+		"body limit below a page":                      {"fetch:\n  max_body_size: 100\n", "fetch.max_body_size"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -73,7 +73,24 @@ type Options struct {
 	SyncWrites   bool  // fsync each commit
 	ReadOnly     bool  // open for export/report while no crawl runs
 	MinFreeBytes int64 // refuse to write below this much free space (0 = DefaultMinFreeBytes, <0 = no check)
+	// MaxValueSize is the largest single value a write may hold: a page's
+	// raw response or its decoded text (0 = DefaultValueLogFileSize). Badger
+	// refuses a value larger than one value log file, so the files are made
+	// at least this large (up to MaxValueLogFileSize).
+	MaxValueSize int64
 	Logger       *slog.Logger
+}
+
+// Value log file sizes: the default, and the largest Badger allows.
+const (
+	DefaultValueLogFileSize = 64 << 20
+	MaxValueLogFileSize     = 2<<30 - 1
+)
+
+// valueLogFileSize is the size of value log files that hold values of up to
+// maxValue bytes (with room for the entry's key and header).
+func valueLogFileSize(maxValue int64) int64 {
+	return min(max(DefaultValueLogFileSize, maxValue+1<<20), MaxValueLogFileSize)
 }
 
 // DB is an open crawl store. Its methods are safe for concurrent use.
@@ -120,7 +137,7 @@ func Open(dir string, o Options) (*DB, error) {
 		WithBaseTableSize(1 << 20).
 		WithNumLevelZeroTables(3).
 		WithNumLevelZeroTablesStall(8).
-		WithValueLogFileSize(64 << 20).
+		WithValueLogFileSize(valueLogFileSize(o.MaxValueSize)).
 		WithNumMemtables(3).
 		WithBlockCacheSize(32 << 20).
 		WithValueThreshold(4 << 10).
@@ -313,23 +330,31 @@ func depKey(counterpart string, d Dependent) []byte {
 // Update runs fn in one read-write transaction, retrying on conflict. The
 // crawl engine funnels all per-page writes through one committer, so
 // conflicts are rare; the retry keeps concurrent writers correct anyway.
+//
+// No transaction grows without bound: a page with thousands of links, or a
+// seed list of thousands of URLs, writes more entries than one Badger
+// transaction holds (about 1.2 MB or 12,000 entries with this store's 8 MB
+// memtables). When the next write would not fit, the writes so far are
+// committed as one part and fn goes on in a fresh transaction, which sees
+// them. The parts commit in the order fn wrote them, so a crash between two
+// parts leaves a prefix of fn's writes: the engine writes a page's links
+// before the page record and the removal of its queue entry, so such a page
+// is fetched again on resume and its links already stand. A part that
+// conflicts with another writer is written again as it was (the engine
+// serializes the writers whose reads matter); a transaction that fit in one
+// part is retried whole, as before.
 func (d *DB) Update(fn func(tx *Tx) error) error {
 	if err := d.checkSpace(); err != nil {
 		return err
 	}
 	for attempt := 0; ; attempt++ {
-		tx := &Tx{d: d}
-		err := d.db.Update(func(txn *badger.Txn) error {
-			tx.txn = txn
-			if err := fn(tx); err != nil {
-				return err
-			}
-			if tx.idUsed {
-				return txn.Set(metaKey("next_id"), binary.BigEndian.AppendUint64(nil, tx.idHigh))
-			}
-			return nil
-		})
-		if errors.Is(err, badger.ErrConflict) && attempt < 10 {
+		tx := &Tx{d: d, txn: d.db.NewTransaction(true)}
+		err := fn(tx)
+		if err == nil {
+			err = tx.commitPart()
+		}
+		tx.txn.Discard()
+		if errors.Is(err, badger.ErrConflict) && tx.parts == 0 && attempt < 10 {
 			continue
 		}
 		if err != nil {
@@ -339,21 +364,102 @@ func (d *DB) Update(fn func(tx *Tx) error) error {
 	}
 }
 
-// Tx is one write transaction.
+// Tx is one write transaction (see Update: it may commit in parts).
 type Tx struct {
-	d      *DB
-	txn    *badger.Txn
-	idUsed bool
-	idHigh uint64
+	d        *DB
+	txn      *badger.Txn
+	parts    int     // parts committed so far
+	ops      []txnOp // the current part's writes, to write again on a conflict
+	reserved uint64  // ids below this are covered by a next_id this transaction wrote
+	err      error   // a failed write of next_id (NewID returns no error)
 }
 
+// txnOp is one write of a transaction part.
+type txnOp struct {
+	key, value []byte
+	delete     bool
+}
+
+// set writes key, starting a new part when the current one is full.
+func (t *Tx) set(key, value []byte) error {
+	return t.write(txnOp{key: key, value: value})
+}
+
+// delete removes key, starting a new part when the current one is full.
+func (t *Tx) delete(key []byte) error {
+	return t.write(txnOp{key: key, delete: true})
+}
+
+func (t *Tx) write(op txnOp) error {
+	if t.err != nil {
+		return t.err
+	}
+	err := t.apply(op)
+	if errors.Is(err, badger.ErrTxnTooBig) && len(t.ops) > 0 {
+		if err := t.commitPart(); err != nil {
+			return err
+		}
+		t.txn.Discard()
+		t.txn = t.d.db.NewTransaction(true)
+		t.ops = t.ops[:0]
+		t.parts++
+		err = t.apply(op)
+	}
+	if err != nil {
+		return err
+	}
+	t.ops = append(t.ops, op)
+	return nil
+}
+
+func (t *Tx) apply(op txnOp) error {
+	if op.delete {
+		return t.txn.Delete(op.key)
+	}
+	return t.txn.Set(op.key, op.value)
+}
+
+// commitPart commits the current part. A part after the first that
+// conflicts is written again, blind: the writes before it are committed
+// already, so fn cannot be run again.
+func (t *Tx) commitPart() error {
+	if t.err != nil {
+		return t.err
+	}
+	err := t.txn.Commit()
+	for attempt := 0; errors.Is(err, badger.ErrConflict) && t.parts > 0 && attempt < 10; attempt++ {
+		err = t.d.db.Update(func(txn *badger.Txn) error {
+			for _, op := range t.ops {
+				var err error
+				if op.delete {
+					err = txn.Delete(op.key)
+				} else {
+					err = txn.Set(op.key, op.value)
+				}
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	return err
+}
+
+// idBlock is how many page ids one write of next_id reserves.
+const idBlock = 1024
+
 // NewID allocates a page id. Ids are never reused, even when the transaction
-// that took one fails.
+// that took one fails: the counter lives in memory, and the store's next_id,
+// from which a restart counts on, is raised in blocks, in the same part of the
+// transaction as (or a part before) the first write that uses the id.
 func (t *Tx) NewID() uint64 {
 	id := t.d.nextID.Add(1) - 1
-	t.idUsed = true
-	if id+1 > t.idHigh {
-		t.idHigh = id + 1
+	if id >= t.reserved {
+		t.reserved = id + idBlock
+		if err := t.set(metaKey("next_id"), binary.BigEndian.AppendUint64(nil, t.reserved)); err != nil && t.err == nil {
+			t.err = err
+		}
 	}
 	return id
 }
@@ -379,7 +485,7 @@ func (t *Tx) SeenID(u string) (uint64, bool, error) {
 
 // MarkSeen records u as seen under page id.
 func (t *Tx) MarkSeen(u string, id uint64) error {
-	return t.txn.Set(seenKey(u), binary.BigEndian.AppendUint64(nil, id))
+	return t.set(seenKey(u), binary.BigEndian.AppendUint64(nil, id))
 }
 
 // PutQueue stores a queued item under its host and sequence number.
@@ -388,12 +494,12 @@ func (t *Tx) PutQueue(it frontier.Item) error {
 	if err != nil {
 		return err
 	}
-	return t.txn.Set(queueKey(it.Host, it.Seq), b)
+	return t.set(queueKey(it.Host, it.Seq), b)
 }
 
 // DeleteQueue removes a queue entry (its page is recorded).
 func (t *Tx) DeleteQueue(host string, seq uint64) error {
-	return t.txn.Delete(queueKey(host, seq))
+	return t.delete(queueKey(host, seq))
 }
 
 // PutPage stores a page record.
@@ -402,29 +508,29 @@ func (t *Tx) PutPage(p *Page) error {
 	if err != nil {
 		return err
 	}
-	return t.txn.Set(idKey('p', p.ID), b)
+	return t.set(idKey('p', p.ID), b)
 }
 
 // DeletePage removes a page record (a skip record whose URL is queued again).
-func (t *Tx) DeletePage(id uint64) error { return t.txn.Delete(idKey('p', id)) }
+func (t *Tx) DeletePage(id uint64) error { return t.delete(idKey('p', id)) }
 
 // PutRaw stores the raw request and response of page id.
 func (t *Tx) PutRaw(id uint64, request, response []byte) error {
-	if err := t.txn.Set(idKey('w', id), request); err != nil {
+	if err := t.set(idKey('w', id), request); err != nil {
 		return err
 	}
-	return t.txn.Set(idKey('r', id), response)
+	return t.set(idKey('r', id), response)
 }
 
 // PutText stores the visible text of page id.
 func (t *Tx) PutText(id uint64, text string) error {
-	return t.txn.Set(idKey('t', id), []byte(text))
+	return t.set(idKey('t', id), []byte(text))
 }
 
 // PutSignature stores the dedup signature of page id (unique pages only: the
 // dedup index is rebuilt from these after a restart).
 func (t *Tx) PutSignature(id uint64, sig []byte) error {
-	return t.txn.Set(idKey('g', id), sig)
+	return t.set(idKey('g', id), sig)
 }
 
 // PutLinks stores the link hashes of page id (sorted; see mirror.LinkHashes).
@@ -433,7 +539,7 @@ func (t *Tx) PutLinks(id uint64, hashes []uint64) error {
 	for _, h := range hashes {
 		b = binary.LittleEndian.AppendUint64(b, h)
 	}
-	return t.txn.Set(idKey('l', id), b)
+	return t.set(idKey('l', id), b)
 }
 
 // GetLinks returns the link hashes stored for page id (nil when none were).
@@ -477,7 +583,7 @@ func (t *Tx) AddDependent(counterpart string, d Dependent) error {
 	if err != nil {
 		return err
 	}
-	return t.txn.Set(depKey(counterpart, d), b)
+	return t.set(depKey(counterpart, d), b)
 }
 
 // Dependents returns the dependents of counterpart, leaving them in place.
@@ -501,9 +607,9 @@ func (t *Tx) Dependents(counterpart string) ([]Dependent, error) {
 // under, when it came from Dependents).
 func (t *Tx) DeleteDependent(counterpart string, d Dependent) error {
 	if d.key != nil {
-		return t.txn.Delete(d.key)
+		return t.delete(d.key)
 	}
-	return t.txn.Delete(depKey(counterpart, d))
+	return t.delete(depKey(counterpart, d))
 }
 
 // TakeDependents returns and removes the dependents of counterpart.
@@ -513,7 +619,7 @@ func (t *Tx) TakeDependents(counterpart string) ([]Dependent, error) {
 		return nil, err
 	}
 	for _, d := range out {
-		if err := t.txn.Delete(d.key); err != nil {
+		if err := t.delete(d.key); err != nil {
 			return nil, err
 		}
 	}
@@ -528,7 +634,7 @@ func (t *Tx) PutSkipped(p *Page) error {
 	if err != nil {
 		return err
 	}
-	return t.txn.Set([]byte("k/"+p.URL), b)
+	return t.set([]byte("k/"+p.URL), b)
 }
 
 // GetSkipped returns the skip record of u, or nil if u has none.
@@ -559,7 +665,7 @@ func (t *Tx) DeleteSkipped(u string) error {
 	} else if err != nil {
 		return err
 	}
-	return t.txn.Delete(k)
+	return t.delete(k)
 }
 
 // GetPage reads a page record inside the transaction.
@@ -572,7 +678,7 @@ func (t *Tx) GetPage(id uint64) (*Page, error) {
 }
 
 // PutMeta stores a metadata value inside the transaction.
-func (t *Tx) PutMeta(name string, v []byte) error { return t.txn.Set(metaKey(name), v) }
+func (t *Tx) PutMeta(name string, v []byte) error { return t.set(metaKey(name), v) }
 
 // PutEvidence stores a mirror-evidence or decision record.
 func (t *Tx) PutEvidence(kind, key string, v any) error {
@@ -580,7 +686,7 @@ func (t *Tx) PutEvidence(kind, key string, v any) error {
 	if err != nil {
 		return err
 	}
-	return t.txn.Set([]byte("x/"+kind+"/"+key), b)
+	return t.set([]byte("x/"+kind+"/"+key), b)
 }
 
 // TakeEvidence returns and deletes one evidence record, if present.
@@ -597,7 +703,7 @@ func (t *Tx) TakeEvidence(kind, key string) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	return v, true, t.txn.Delete(k)
+	return v, true, t.delete(k)
 }
 
 // ---- read side ----

@@ -267,7 +267,7 @@ func runDemo(ctx context.Context, webDir, dataDir string, stdout, stderr io.Writ
 			raw = append(raw, w.URL(f[0], f[1]))
 		}
 	}
-	seeds, err := canonicalSeeds(raw)
+	seeds, err := canonicalSeeds(raw, configs.Default().URLs.MaxLength)
 	if err != nil {
 		return err
 	}

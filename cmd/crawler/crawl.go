@@ -110,7 +110,7 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		raw = append(raw, fromFile...)
 	}
-	seeds, err := canonicalSeeds(raw)
+	seeds, err := canonicalSeeds(raw, cfg.URLs.MaxLength)
 	if err != nil {
 		return err
 	}
@@ -156,17 +156,23 @@ func readSeeds(path string) ([]string, error) {
 	return out, nil
 }
 
-func canonicalSeeds(raw []string) ([]string, error) {
+// canonicalSeeds canonicalizes the seed URLs, without repeats. A seed that
+// is not an absolute http(s) URL, or longer than maxLen bytes (urls.max_length,
+// which links obey too), is a usage error naming it (shortened).
+func canonicalSeeds(raw []string, maxLen int) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
 	for _, r := range raw {
 		u, err := url.Parse(r)
 		if err != nil || u.Scheme == "" || u.Host == "" {
-			return nil, usagef("bad seed URL %q: want an absolute http:// or https:// URL", r)
+			return nil, usagef("bad seed URL %q: want an absolute http:// or https:// URL", shorten(r))
 		}
 		c, err := frontier.Canonicalize(r, nil)
 		if err != nil {
-			return nil, usagef("bad seed URL %q: %v", r, err)
+			return nil, usagef("bad seed URL %q: %v", shorten(r), err)
+		}
+		if len(c) > maxLen {
+			return nil, usagef("bad seed URL %q: %d bytes, longer than urls.max_length (%d)", shorten(r), len(c), maxLen)
 		}
 		if !seen[c] {
 			seen[c] = true
@@ -174,6 +180,14 @@ func canonicalSeeds(raw []string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// shorten cuts s to its first 100 bytes for an error message.
+func shorten(s string) string {
+	if len(s) <= 100 {
+		return s
+	}
+	return strings.ToValidUTF8(s[:100], "") + "..."
 }
 
 func newLogger(w io.Writer, quiet bool) *slog.Logger {
@@ -224,7 +238,8 @@ func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []s
 	if err != nil {
 		return usageError{err}
 	}
-	db, err := storage.Open(dataDir, storage.Options{SyncWrites: cfg.Storage.SyncWrites, MinFreeBytes: cfg.Storage.MinFreeBytes, Logger: logger})
+	db, err := storage.Open(dataDir, storage.Options{SyncWrites: cfg.Storage.SyncWrites, MinFreeBytes: cfg.Storage.MinFreeBytes,
+		MaxValueSize: configs.StoredValueSize(cfg.Fetch.MaxBodySize), Logger: logger})
 	if err != nil {
 		return err
 	}

@@ -184,6 +184,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 
 	p := r.URL.Path
+	if manyLinks(w, r) {
+		return
+	}
 	switch {
 	case p == "/":
 		h.index(w)
