@@ -318,6 +318,8 @@ func TestHostileServers(t *testing.T) {
 		{"/reset", errClass, []string{fetch.ClassReset}, 0},
 		{"/reset-mid-body", errClass, []string{fetch.ClassReset}, 0},
 		{"/empty", sane, nil, 200},
+		{"/utf16be-header", html, nil, 200},
+		{"/odd-hrefs", html, nil, 200},
 	}
 	covered := map[string]bool{}
 	for _, w := range want {
@@ -340,6 +342,35 @@ func TestHostileServers(t *testing.T) {
 	for _, h := range hostile.Horrors() {
 		if !covered[h.Path] {
 			t.Errorf("horror %s has no expectation in this test", h.Path)
+		}
+	}
+
+	// A UTF-16BE page labelled in the header: its title and links are read.
+	if p := c.pages[hs.URL+"/utf16be-header"]; p != nil && p.Title != hostile.UTF16Title {
+		t.Errorf("/utf16be-header: title %q, want %q", p.Title, hostile.UTF16Title)
+	}
+	for _, l := range hostile.UTF16Links {
+		if n := hs.Handler().Hits(l); n != 1 {
+			t.Errorf("%s, linked from /utf16be-header, requested %d times, want 1", l, n)
+		}
+	}
+	// Odd hrefs are followed where a browser goes (WHATWG URL), and nowhere else.
+	for _, o := range hostile.OddHrefs {
+		cu, err := frontier.Canonicalize(hs.URL+o.URL, nil)
+		if err != nil {
+			t.Errorf("href %q: %v", o.Href, err)
+			continue
+		}
+		if p, ok := c.pages[cu]; !ok || p.Status != 200 {
+			t.Errorf("href %q: no 200 record for %s: %+v", o.Href, cu, p)
+		}
+		if n := hs.Handler().Paths()[o.Path]; n != 1 {
+			t.Errorf("href %q: %s requested %d times, want 1", o.Href, o.Path, n)
+		}
+	}
+	for path := range hs.Handler().Paths() {
+		if strings.Contains(path, `\`) || strings.Contains(path, "%5C") || strings.ContainsAny(path, "\t\n") {
+			t.Errorf("requested %q: an href read as net/url reads it, not as a browser does", path)
 		}
 	}
 

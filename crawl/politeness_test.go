@@ -184,6 +184,64 @@ func TestPolitenessGaps(t *testing.T) {
 	}
 }
 
+// TestHugeCrawlDelayCapped: a Crawl-delay beyond a day, beyond what a
+// time.Duration holds, or beyond float64 is a request to come rarely: the
+// requests of such a host are spaced by max_delay (not by the crawler's own
+// delay, as when such values were dropped) and the cap is noted in the report.
+// A negative or garbage value is ignored: the crawler's delay applies.
+func TestHugeCrawlDelayCapped(t *testing.T) {
+	const delay = 20 * time.Millisecond
+	const maxDelay = 300 * time.Millisecond
+	var log hitLog
+	hosts := []struct {
+		ip, crawlDelay string
+		want           time.Duration // gap between requests
+		note           string        // requested delay in the cap note; "" for no note
+	}{
+		{"127.0.0.36", "99999", maxDelay, (99999 * time.Second).String()},
+		{"127.0.0.37", "1e12", maxDelay, fetch.MaxCrawlDelay.String()},
+		{"127.0.0.38", "1e400", maxDelay, fetch.MaxCrawlDelay.String()},
+		{"127.0.0.39", "-5", delay, ""},
+	}
+	var seeds []string
+	srvs := make([]server, len(hosts))
+	for i, h := range hosts {
+		srvs[i] = startServer(t, h.ip, (&site{Pages: map[string]page{
+			"/robots.txt": {Body: "User-agent: *\nCrawl-delay: " + h.crawlDelay + "\n"},
+			"/":           {Body: htmlPage("root"+h.ip, "", "/a.html", "/b.html")},
+			"/a.html":     {Body: htmlPage("a"+h.ip, "")},
+			"/b.html":     {Body: htmlPage("b"+h.ip, "")},
+		}}).handler(), &log)
+		seeds = append(seeds, srvs[i].Base(h.ip)+"/")
+	}
+	res := runCrawl(t, crawlConfig{Delay: delay, MaxDelay: maxDelay, Workers: 4}, seeds...)
+	for i, h := range hosts {
+		t.Run("Crawl-delay "+h.crawlDelay, func(t *testing.T) {
+			hits := log.byHost(srvs[i].HostPort(h.ip))
+			if len(hits) != 4 {
+				t.Fatalf("%d requests, want 4 (robots.txt, /, /a.html, /b.html): %q", len(hits), paths(hits))
+			}
+			assertSpaced(t, h.ip, hits, h.want)
+			// The cap is a cap: the gaps after robots.txt are about max_delay, not more.
+			if s := measure(hits[1:]); s.MinArrive > h.want+maxDelay {
+				t.Errorf("min gap %v, want about %v", s.MinArrive, h.want)
+			}
+			var note string
+			for _, n := range res.Notes {
+				if n.Kind == "crawl_delay_capped" && strings.HasPrefix(n.Host, h.ip) {
+					note = n.Detail
+				}
+			}
+			switch {
+			case h.note == "" && note != "":
+				t.Errorf("cap note for an ignored Crawl-delay: %q", note)
+			case h.note != "" && !(strings.Contains(note, h.note) && strings.Contains(note, maxDelay.String())):
+				t.Errorf("cap note %q, want the requested %s capped at %s", note, h.note, maxDelay)
+			}
+		})
+	}
+}
+
 // TestOneRequestInFlightPerHostAndIP: with many workers and two host names on
 // one IP, the two names' request intervals never overlap and their arrivals
 // are spaced by the delay; every host also has one request in flight at most.

@@ -44,8 +44,11 @@ func sniffHTML(body []byte) bool {
 // (which the HTML standard ranks first), the Content-Type charset parameter, a <meta> declaration in
 // the first 1024 bytes, then sniffing: UTF-8 when the whole body is valid UTF-8, otherwise the
 // chardet guess on the first 64 KiB when it is confident, otherwise windows-1252 (the web's
-// default). A declared UTF-8 that the bytes contradict (mostlyUTF8) is passed over for the
-// next source. Invalid sequences become U+FFFD. The result shares raw when no conversion is needed.
+// default). As in WHATWG's encoding sniffing, a UTF-16 label is honoured in the header (the
+// transport layer) but means UTF-8 in a <meta>, which the bytes before it could not have been read
+// by otherwise. A declared encoding that the bytes contradict is passed over for the next source:
+// UTF-8 with mostly invalid sequences (mostlyUTF8), UTF-16 in neither byte order (looksUTF16).
+// Invalid sequences become U+FFFD. The result shares raw when no conversion is needed.
 // The second result is the name of the encoding used.
 func ToUTF8(raw []byte, contentType string) ([]byte, string) {
 	enc, name := detectHTMLEncoding(raw, contentType)
@@ -82,7 +85,7 @@ func detectHTMLEncoding(raw []byte, contentType string) (encoding.Encoding, stri
 	// asked instead. Browsers follow the header and show mojibake; a text
 	// corpus should not.
 	if _, params, err := mime.ParseMediaType(contentType); err == nil {
-		if e, name := lookupCharset(params["charset"]); e != nil && (name != "utf-8" || mostlyUTF8(raw)) {
+		if e, name := headerCharset(raw, params["charset"]); e != nil {
 			return e, name
 		}
 	}
@@ -99,6 +102,79 @@ func detectHTMLEncoding(raw []byte, contentType string) (encoding.Encoding, stri
 		}
 	}
 	return charmap.Windows1252, "windows-1252"
+}
+
+// headerCharset resolves the charset parameter of the Content-Type header, or returns nil when the
+// label is unknown or the bytes contradict it. WHATWG's encoding sniffing honours a transport-layer
+// UTF-16 label (UTF-16BE, UTF-16LE, and "utf-16" and its aliases, which mean UTF-16LE). A UTF-16 label
+// on bytes that are not UTF-16 in the labelled byte order is tried in the other one ("utf-16" is
+// big-endian by default to RFC 2781, little-endian to WHATWG; servers mix them up), and passed over
+// when neither fits: a UTF-16 label on a windows-1252 or UTF-8 file is a server's mistake, as a
+// contradicted "utf-8" is.
+func headerCharset(raw []byte, label string) (encoding.Encoding, string) {
+	label = strings.TrimSpace(label)
+	if label == "" {
+		return nil, ""
+	}
+	e, name := charset.Lookup(label)
+	switch {
+	case e == nil:
+		return nil, ""
+	case name == "utf-16be" || name == "utf-16le":
+		for _, big := range []bool{name == "utf-16be", name != "utf-16be"} {
+			if looksUTF16(raw, big) {
+				if big {
+					return unicode.UTF16(unicode.BigEndian, unicode.IgnoreBOM), "utf-16be"
+				}
+				return unicode.UTF16(unicode.LittleEndian, unicode.IgnoreBOM), "utf-16le"
+			}
+		}
+		return nil, ""
+	case name == "utf-8":
+		if !mostlyUTF8(raw) {
+			return nil, ""
+		}
+		return unicode.UTF8, "utf-8"
+	}
+	return e, name
+}
+
+// looksUTF16 reports whether the first 64 KiB of raw read as UTF-16 HTML in the given byte order:
+// markup is ASCII, so '<' must occur as a code unit (no ASCII-compatible text has a '<' byte next to
+// a NUL byte, and text in the other byte order has 0x3C00 instead), NUL units must be rare (at most
+// one in 8: UTF-32 and binary data have far more) and most surrogates paired (fewer than 8 lone
+// ones, or at most half of them). An odd final byte is tolerated (it decodes as U+FFFD): a UTF-16
+// page cut short is still UTF-16.
+func looksUTF16(raw []byte, bigEndian bool) bool {
+	raw = raw[:min(len(raw), 64<<10)&^1]
+	units := len(raw) / 2
+	lt, nul, lone, paired := 0, 0, 0, 0
+	unit := func(i int) uint16 {
+		if bigEndian {
+			return uint16(raw[2*i])<<8 | uint16(raw[2*i+1])
+		}
+		return uint16(raw[2*i+1])<<8 | uint16(raw[2*i])
+	}
+	for i := 0; i < units; i++ {
+		switch u := unit(i); {
+		case u == '<':
+			lt++
+		case u == 0:
+			nul++
+		case u >= 0xD800 && u < 0xDC00: // high surrogate: a low one must follow
+			if i+1 < units {
+				if v := unit(i + 1); v >= 0xDC00 && v < 0xE000 {
+					paired++
+					i++
+					continue
+				}
+			}
+			lone++
+		case u >= 0xDC00 && u < 0xE000:
+			lone++
+		}
+	}
+	return lt > 0 && nul*8 <= units && (lone < 8 || lone*2 <= lone+paired)
 }
 
 // mostlyUTF8 reports whether the first 64 KiB of raw are UTF-8 as far as
@@ -128,8 +204,9 @@ func mostlyUTF8(raw []byte) bool {
 	return invalid < 8 || invalid*2 <= valid+invalid
 }
 
-// lookupCharset resolves a WHATWG encoding label. A UTF-16 label found in a header or <meta> of a
-// document without BOM is treated as UTF-8, as the HTML standard requires for <meta>.
+// lookupCharset resolves a WHATWG encoding label found in a <meta> or guessed by chardet. A UTF-16
+// label there is treated as UTF-8, as the HTML standard's prescan requires for <meta> (the bytes it
+// was read from are ASCII-compatible). The header's label goes through headerCharset instead.
 func lookupCharset(label string) (encoding.Encoding, string) {
 	label = strings.TrimSpace(label)
 	if label == "" {

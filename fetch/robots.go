@@ -2,6 +2,8 @@ package fetch
 
 import (
 	"bytes"
+	"errors"
+	"math"
 	"net/url"
 	"strconv"
 	"strings"
@@ -12,6 +14,13 @@ import (
 
 // DefaultRobotsMaxSize is the number of robots.txt bytes parsed (RFC 9309 section 2.5: at least 500 KiB).
 const DefaultRobotsMaxSize = 500 << 10
+
+// MaxCrawlDelay is the longest Crawl-delay Robots.CrawlDelay reports: the largest whole number of
+// seconds a time.Duration holds (about 292 years). A larger value, "inf" included, saturates here;
+// the frontier then caps it at politeness.max_delay, with a note in the report.
+const MaxCrawlDelay = time.Duration(maxCrawlDelaySeconds) * time.Second
+
+const maxCrawlDelaySeconds = math.MaxInt64 / int64(time.Second) // 9223372036
 
 // maxRobotsLineLen is the longest robots.txt line Google's reference parser keeps (kMaxLineLen-1);
 // bytes after it on the same line are dropped.
@@ -120,7 +129,8 @@ func (r *Robots) selectGroup(agent string) *ruleSet {
 	return r.global
 }
 
-// CrawlDelay returns the Crawl-delay of the group governing agent (fractional seconds allowed).
+// CrawlDelay returns the Crawl-delay of the group governing agent (fractional seconds allowed; at
+// most MaxCrawlDelay, which larger values saturate to; see parseCrawlDelay).
 func (r *Robots) CrawlDelay(agent string) (time.Duration, bool) {
 	if r.tm == nil {
 		return 0, false
@@ -356,7 +366,7 @@ func parseRobotsBody(body []byte) *Robots {
 			if cur == nil || cur.crawlDelay != "" {
 				return
 			}
-			if d, err := strconv.ParseFloat(value, 64); err == nil && d >= 0 && d <= 86400 {
+			if d, ok := parseCrawlDelay(value); ok {
 				cur.crawlDelay = strconv.FormatFloat(d, 'f', -1, 64)
 			}
 		case keySitemap:
@@ -383,6 +393,30 @@ func parseRobotsBody(body []byte) *Robots {
 	}
 	r.tm = parseCanonical(groups)
 	return r
+}
+
+// parseCrawlDelay reads a Crawl-delay value in seconds. RFC 9309 does not define the record (2.2.4
+// leaves other records to the crawler); common practice (Bing, Yandex, temoto/robotstxt) reads it as
+// a non-negative decimal number of seconds, fractions allowed. A value that is not one (garbage such
+// as "soon" or "5s", a hexadecimal float, NaN, a negative number) is ignored like any line that does
+// not parse (RFC 9309 2.2: crawlers use the parseable rules), so a later valid value of the group
+// counts. A huge value is a request to come rarely, never a reason to ignore it: anything above what a
+// time.Duration holds (1e12, 1e400, "inf") saturates at MaxCrawlDelay, and the frontier caps every
+// delay at max_delay. Zero and values below a nanosecond mean no delay.
+func parseCrawlDelay(v string) (float64, bool) {
+	if strings.ContainsAny(v, "xX_") {
+		return 0, false // ParseFloat's hexadecimal floats and digit separators are not decimal numbers
+	}
+	d, err := strconv.ParseFloat(v, 64)
+	switch {
+	case err != nil && !errors.Is(err, strconv.ErrRange): // ErrRange: ±Inf (too large) or 0 (too small)
+		return 0, false
+	case math.IsNaN(d) || d < 0:
+		return 0, false
+	case d > float64(maxCrawlDelaySeconds):
+		return float64(maxCrawlDelaySeconds), true
+	}
+	return d, true
 }
 
 // parseCanonical renders one canonical group per user-agent key ("*" or a token) carrying the

@@ -335,3 +335,79 @@ func TestRobotsAllowWithoutSlash(t *testing.T) {
 		t.Error("a wildcard Allow before a Disallow of everything decides wrongly")
 	}
 }
+
+// TestCrawlDelayValues: every Crawl-delay a site can write is either a delay
+// (fractions kept; anything beyond what a time.Duration holds saturates at
+// MaxCrawlDelay, for the frontier to cap at max_delay) or ignored (negative,
+// NaN, not a decimal number). Values above a day used to be dropped, so a
+// site asking for 99999 s got the crawler's own delay.
+func TestCrawlDelayValues(t *testing.T) {
+	tests := []struct {
+		value string
+		want  time.Duration
+		ok    bool
+	}{
+		{"1", time.Second, true},
+		{"0.5", 500 * time.Millisecond, true},
+		{".25", 250 * time.Millisecond, true},
+		{"3.", 3 * time.Second, true},
+		{"+7", 7 * time.Second, true},
+		{"1e1", 10 * time.Second, true},
+		{"0.001", time.Millisecond, true},
+		{"86400", 24 * time.Hour, true},
+		{"86401", 86401 * time.Second, true},
+		{"99999", 99999 * time.Second, true},
+		{"123456.5", 123456500 * time.Millisecond, true},
+		{"31536000", 365 * 24 * time.Hour, true},
+		{"9223372036", MaxCrawlDelay, true},
+		{"9223372037", MaxCrawlDelay, true}, // one second more than a Duration holds
+		{"1e12", MaxCrawlDelay, true},
+		{"18446744073709551616", MaxCrawlDelay, true}, // 2^64
+		{"1e308", MaxCrawlDelay, true},
+		{"1e400", MaxCrawlDelay, true}, // beyond float64: +Inf
+		{"inf", MaxCrawlDelay, true},
+		{"Infinity", MaxCrawlDelay, true},
+		{"+INF", MaxCrawlDelay, true},
+		{"0", 0, false},
+		{"0.0", 0, false},
+		{"-0", 0, false},
+		{"1e-400", 0, false}, // underflows to 0
+		{"-1", 0, false},
+		{"-0.5", 0, false},
+		{"-1e400", 0, false},
+		{"-inf", 0, false},
+		{"NaN", 0, false},
+		{"nan", 0, false},
+		{"soon", 0, false},
+		{"5s", 0, false},
+		{"1,5", 0, false},
+		{"0x10p0", 0, false}, // hexadecimal: not a decimal number
+		{"1_000", 0, false},
+		{"", 0, false},
+	}
+	for _, tt := range tests {
+		for _, layout := range []string{
+			"User-agent: *\nCrawl-delay: %s\nDisallow: /x\n",
+			"User-agent: horseshoe\nCrawl-delay:%s # comment\n",
+			"user-agent: HORSESHOE\ncrawl-delay: \t%s\t\r\n",
+		} {
+			body := fmt.Sprintf(layout, tt.value)
+			d, ok := ParseRobots(200, []byte(body)).CrawlDelay("horseshoe")
+			if d != tt.want || ok != tt.ok {
+				t.Errorf("Crawl-delay %q in %q: %v, %v; want %v, %v", tt.value, body, d, ok, tt.want, tt.ok)
+			}
+			// A stored entry parses to the same delay.
+			d2, ok2 := RobotsFromEntry(RobotsEntry{Status: 200, Body: []byte(body)}, 0).CrawlDelay("horseshoe")
+			if d2 != d || ok2 != ok {
+				t.Errorf("Crawl-delay %q from a stored entry: %v, %v; parsed %v, %v", tt.value, d2, ok2, d, ok)
+			}
+		}
+	}
+	// An ignored value does not hide a valid one after it (the first valid one counts).
+	for _, bad := range []string{"-1", "NaN", "soon"} {
+		body := "User-agent: *\nCrawl-delay: " + bad + "\nCrawl-delay: 99999\nCrawl-delay: 2\n"
+		if d, ok := ParseRobots(200, []byte(body)).CrawlDelay("horseshoe"); d != 99999*time.Second || !ok {
+			t.Errorf("%q: %v, %v; want 27h46m39s, true", body, d, ok)
+		}
+	}
+}

@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"strings"
 
-	wurl "github.com/nlnwa/whatwg-url/url"
+	"github.com/horseshoe-crawler/horseshoe/internal/whatwgurl"
 )
 
 // Sentinel errors returned (wrapped) by Canonicalize. Callers branch on them with errors.Is.
@@ -19,10 +19,6 @@ var (
 	// server (characters outside letters, digits, '-', '.', '_' or an IP literal).
 	ErrHost = errors.New("unfetchable URL host")
 )
-
-// canonParser is the WHATWG parser with the standard's default options. It holds only
-// immutable configuration and is safe for concurrent use.
-var canonParser = wurl.NewParser()
 
 // Canonicalize parses raw (resolved against base if base != nil) with WHATWG URL semantics
 // and returns the canonical form used for the seen-set and for fetching:
@@ -52,21 +48,21 @@ func Canonicalize(raw string, base *url.URL) (string, error) {
 }
 
 // whatwgParse is the first, purely standard step of Canonicalize: the WHATWG basic URL
-// parser applied to raw, resolved against baseHref when that is not empty. Its Href is
+// parser (internal/whatwgurl, the one parse/ resolves links with) applied to raw, resolved against baseHref when that is not empty. Its Href is
 // what the web-platform-tests URL data expects.
-func whatwgParse(raw, baseHref string) (*wurl.Url, error) {
+func whatwgParse(raw, baseHref string) (*whatwgurl.URL, error) {
 	if baseHref == "" {
-		u, err := canonParser.Parse(raw)
+		u, err := whatwgurl.Parse(raw)
 		if err != nil {
 			return nil, fmt.Errorf("parse %q: %w: %w", raw, ErrParse, err)
 		}
 		return u, nil
 	}
-	b, err := canonParser.Parse(baseHref)
+	b, err := whatwgurl.Parse(baseHref)
 	if err != nil {
 		return nil, fmt.Errorf("parse base %q: %w: %w", baseHref, ErrParse, err)
 	}
-	u, err := b.Parse(raw)
+	u, err := whatwgurl.Resolve(b, raw)
 	if err != nil {
 		return nil, fmt.Errorf("parse %q against %q: %w: %w", raw, baseHref, ErrParse, err)
 	}
@@ -74,7 +70,7 @@ func whatwgParse(raw, baseHref string) (*wurl.Url, error) {
 }
 
 // canonicalizeParsed applies the crawler-specific steps on top of the WHATWG result.
-func canonicalizeParsed(u *wurl.Url, raw string) (string, error) {
+func canonicalizeParsed(u *whatwgurl.URL, raw string) (string, error) {
 	scheme := u.Scheme()
 	if scheme != "http" && scheme != "https" {
 		return "", fmt.Errorf("canonicalize %q: scheme %q: %w", raw, scheme, ErrScheme)

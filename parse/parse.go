@@ -16,6 +16,8 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
+
+	"github.com/horseshoe-crawler/horseshoe/internal/whatwgurl"
 )
 
 // MaxLinkText is the maximum length in bytes of Link.Text.
@@ -50,7 +52,7 @@ func (o Options) Validate() error {
 
 // Link is one outgoing link of a page.
 type Link struct {
-	URL      string // absolute, resolved against <base href> (if valid) or the page URL; fragment removed
+	URL      string // absolute, resolved as a browser does (WHATWG URL) against <base href> (if valid) or the page URL; fragment removed
 	Text     string // anchor text, whitespace collapsed, at most 200 bytes ("" for non-<a>)
 	Tag      string // element name: "a", "area", "link", "iframe", "frame"
 	Rel      string // rel attribute, lower-cased
@@ -90,6 +92,10 @@ func Parse(body []byte, pageURL *url.URL, opts Options) (*Document, error) {
 	if pageURL == nil || !pageURL.IsAbs() || pageURL.Host == "" {
 		return nil, fmt.Errorf("%w: got %v", ErrNoPageURL, pageURL)
 	}
+	page, err := whatwgurl.Parse(pageURL.String())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v: %w", ErrNoPageURL, pageURL, err)
+	}
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -98,11 +104,11 @@ func Parse(body []byte, pageURL *url.URL, opts Options) (*Document, error) {
 		// The only failure of the HTML5 parser on in-memory input is its nesting limit.
 		gq = goquery.NewDocumentFromNode(shallowTree(body, maxFallbackDepth))
 	}
-	return extract(gq, pageURL, opts), nil
+	return extract(gq, page, opts), nil
 }
 
 // extract walks the parsed tree once and assembles the Document.
-func extract(gq *goquery.Document, pageURL *url.URL, opts Options) *Document {
+func extract(gq *goquery.Document, pageURL *whatwgurl.URL, opts Options) *Document {
 	w := walker{bot: strings.ToLower(strings.TrimSpace(opts.BotName))}
 	w.anchor.max = MaxLinkText + 4
 	for _, root := range gq.Nodes {
@@ -111,14 +117,15 @@ func extract(gq *goquery.Document, pageURL *url.URL, opts Options) *Document {
 
 	base := pageURL
 	if w.baseHref != nil {
-		if b, ok := resolveBase(pageURL, *w.baseHref); ok {
+		// A <base href> that does not parse or is not http(s) is ignored.
+		if b, ok := resolveURL(pageURL, *w.baseHref); ok {
 			base = b
 		}
 	}
 	doc := &Document{
 		Title:    w.title,
 		Lang:     w.lang,
-		BaseURL:  withoutFragment(base).String(),
+		BaseURL:  base.Href(true),
 		NoIndex:  w.noindex,
 		NoFollow: w.nofollow,
 		Text:     w.text.String(),
@@ -157,7 +164,7 @@ type urlRef struct {
 // after an incomplete-looking UTF-8 sequence (safeCut), so the text tokens are
 // those of Tokenize(text) whatever the URLs. At most limit tokens
 // in all (0: no limit).
-func tokensWithURLs(text string, base *url.URL, refs []urlRef, limit int) []string {
+func tokensWithURLs(text string, base *whatwgurl.URL, refs []urlRef, limit int) []string {
 	var toks []string
 	prev := 0
 	for _, r := range refs {
@@ -190,7 +197,7 @@ type rawLink struct {
 // resolveLinks resolves, filters and de-duplicates the raw links, keeping document order.
 // When a URL and tag repeat, the first occurrence is kept; if it has no anchor text, it
 // takes the text of the first duplicate that has some.
-func resolveLinks(base *url.URL, raw []rawLink) []Link {
+func resolveLinks(base *whatwgurl.URL, raw []rawLink) []Link {
 	type key struct{ url, tag string }
 	seen := make(map[key]int, len(raw))
 	links := make([]Link, 0, len(raw))
@@ -560,61 +567,26 @@ func isBlock(n *html.Node) bool {
 	return false
 }
 
-// cleanRef prepares an attribute value for URL parsing the way browsers do: leading and
-// trailing C0 controls and spaces are stripped and ASCII tabs and newlines removed.
-func cleanRef(s string) string {
-	s = strings.TrimFunc(s, func(r rune) bool { return r <= ' ' })
-	if strings.ContainsAny(s, "\t\n\r") {
-		s = strings.Map(func(r rune) rune {
-			if r == '\t' || r == '\n' || r == '\r' {
-				return -1
-			}
-			return r
-		}, s)
-	}
-	return s
-}
-
-// resolveURL resolves ref against base and returns the result if it is an absolute
-// http or https URL with a host.
-func resolveURL(base *url.URL, ref string) (*url.URL, bool) {
-	ref = cleanRef(ref)
-	u, err := url.Parse(ref)
+// resolveURL resolves ref against base with the WHATWG URL parser, as a browser does (leading and
+// trailing C0 controls and spaces stripped, tabs and newlines removed, backslashes read as slashes,
+// '%' kept where it starts no escape, IDNA hosts converted to punycode), and returns the result if
+// it is an http or https URL with a host.
+func resolveURL(base *whatwgurl.URL, ref string) (*whatwgurl.URL, bool) {
+	u, err := whatwgurl.Resolve(base, ref)
 	if err != nil {
-		return nil, false
+		return nil, false // unparseable: "http://[bad", a space in a host, ...
 	}
-	if u.Scheme != "" && u.Scheme != "http" && u.Scheme != "https" {
+	if s := u.Scheme(); (s != "http" && s != "https") || u.Hostname() == "" {
 		return nil, false // javascript:, mailto:, data:, tel:, ftp: ...
 	}
-	abs := base.ResolveReference(u)
-	if (abs.Scheme != "http" && abs.Scheme != "https") || abs.Host == "" {
-		return nil, false
-	}
-	abs.Host = strings.ToLower(abs.Host) // host names are case-insensitive
-	return abs, true
+	return u, true
 }
 
 // resolve returns the absolute form of ref against base, without its fragment.
-func resolve(base *url.URL, ref string) (string, bool) {
+func resolve(base *whatwgurl.URL, ref string) (string, bool) {
 	u, ok := resolveURL(base, ref)
 	if !ok {
 		return "", false
 	}
-	return withoutFragment(u).String(), true
-}
-
-// resolveBase resolves a <base href> against the page URL. A base that does not parse or
-// is not http(s) is invalid and ignored.
-func resolveBase(pageURL *url.URL, href string) (*url.URL, bool) {
-	return resolveURL(pageURL, href)
-}
-
-// withoutFragment returns u with its fragment removed (u itself if it has none).
-func withoutFragment(u *url.URL) *url.URL {
-	if u.Fragment == "" && u.RawFragment == "" {
-		return u
-	}
-	c := *u
-	c.Fragment, c.RawFragment = "", ""
-	return &c
+	return u.Href(true), true
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/internal/whatwgurl"
 )
 
 const testPage = "http://example.com/dir/page.html"
@@ -390,7 +392,11 @@ func TestShallowTreeMatchesParserOnShallowInput(t *testing.T) {
 		`<ul><li>one<li>two</ul><img src=i.png><br>end</body></html>`
 	want := mustParse(t, body, testPage, Options{URLTokens: true})
 	gq := goqueryFromShallow(body)
-	got := extract(gq, mustURL(t, testPage), Options{URLTokens: true})
+	page, err := whatwgurl.Parse(testPage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := extract(gq, page, Options{URLTokens: true})
 	if got.Text != want.Text || got.Title != want.Title || got.Lang != want.Lang || got.BaseURL != want.BaseURL ||
 		!slices.Equal(got.Links, want.Links) || !slices.Equal(got.Tokens, want.Tokens) {
 		t.Errorf("fallback tree gives\n%+v\nHTML5 parser gives\n%+v", got, want)

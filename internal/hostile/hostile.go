@@ -83,6 +83,8 @@ func Horrors() []Horror {
 		{"/reset", "reset", "the connection is reset before any response"},
 		{"/reset-mid-body", "reset-mid-body", "headers and half a body, then a reset"},
 		{"/empty", "empty", "200 text/html with an empty body"},
+		{"/utf16be-header", "utf16be-header", "charset=UTF-16BE in the header, UTF-16BE bytes without a BOM"},
+		{"/odd-hrefs", "odd-hrefs", "links with stray '%', backslashes, tabs, spaces and non-ASCII (OddHrefs)"},
 	}
 }
 
@@ -252,6 +254,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == "/empty":
 		w.Header().Set("Content-Type", "text/html")
 		w.Header().Set("Content-Length", "0")
+	case p == "/utf16be-header":
+		utf16BEPage(w)
+	case p == "/odd-hrefs":
+		oddHrefs(w)
+	case strings.HasPrefix(p, "/utf16be/"), strings.HasPrefix(p, "/odd/"):
+		directiveTarget(w, r)
 	default:
 		http.NotFound(w, r)
 	}
