@@ -70,6 +70,7 @@ type Options struct {
 	Parse              parse.Options
 	ProgressEvery      time.Duration    // slog progress lines (0 = off)
 	Mirror             *mirror.Detector // host-level mirror detection (nil = off)
+	Addresses          HostChecker      // address policy applied at lease time (nil = none)
 }
 
 // Engine runs a crawl over one store.
@@ -315,6 +316,9 @@ func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
 		return
 	}
 	if e.o.Mirror != nil && !it.Verify && e.skipLeased(it) {
+		return
+	}
+	if e.refusedHost(it, u.Host) {
 		return
 	}
 	if e.o.ObeyRobots && e.robots != nil {
