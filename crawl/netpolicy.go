@@ -1,6 +1,8 @@
 package crawl
 
 import (
+	"time"
+
 	"github.com/horseshoe-crawler/horseshoe/fetch"
 	"github.com/horseshoe-crawler/horseshoe/frontier"
 	"github.com/horseshoe-crawler/horseshoe/storage"
@@ -31,4 +33,18 @@ func (e *Engine) refusedHost(it *frontier.Item, host string) bool {
 	e.commit(it, &storage.Page{Class: storage.ClassError, ErrorClass: fetch.ClassPrivate,
 		Error: "not requested: refused by the address policy: " + err.Error()}, nil, nil)
 	return true
+}
+
+// robotsOutcome is the frontier outcome of a lease whose host's robots.txt
+// is unavailable: blocked, with the cause for the give-up record, retried
+// after retry, or given up at once when retrying cannot cure the cause (TLS
+// failure, address refused by policy, no such host, connection refused).
+func robotsOutcome(rules *fetch.Robots, fetched bool, retry time.Duration) frontier.Outcome {
+	o := frontier.Outcome{Requested: fetched, Requeue: true, Wait: retry, Blocked: true,
+		Reason: rules.Cause()}
+	if rules.Incurable() {
+		o.GiveUp = true
+		o.Reason = "robots.txt unavailable: " + rules.Cause() + " (not retried: retrying cannot cure it)"
+	}
+	return o
 }
