@@ -44,7 +44,7 @@ func robotsOutcome(rules *fetch.Robots, fetched bool, retry time.Duration) front
 		Reason: rules.Cause()}
 	if rules.Incurable() {
 		o.GiveUp = true
-		o.Reason = "robots.txt unavailable: " + rules.Cause() + " (not retried: retrying cannot cure it)"
+		o.Reason = "robots.txt unavailable, not retried: " + rules.Cause()
 	}
 	return o
 }

@@ -184,4 +184,3 @@ func TestLookupsFailingOrStuckDoNotHoldHosts(t *testing.T) {
 		t.Errorf("peak %d concurrent lookups, want <= 8", p)
 	}
 }
-

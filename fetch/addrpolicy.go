@@ -18,7 +18,36 @@ type Resolver interface {
 
 // ErrMetadataAddress is the cause when an address or name of a cloud metadata service, or a
 // link-local address, is refused. errors.Is(err, ErrPrivateAddress) holds for it too.
-var ErrMetadataAddress = fmt.Errorf("link-local or cloud metadata address, refused unless named explicitly: %w", ErrPrivateAddress)
+var ErrMetadataAddress = fmt.Errorf("link-local or cloud metadata address: %w", ErrPrivateAddress)
+
+// PolicyError is an address or name the policy refuses. It unwraps to ErrMetadataAddress or
+// ErrPrivateAddress.
+type PolicyError struct {
+	Host     string // the name that resolved to Addr, or the metadata name; "" for a literal
+	Addr     string // the refused address; "" for a metadata name refused before any lookup
+	Metadata bool   // link-local or cloud metadata (else private)
+}
+
+func (e *PolicyError) Error() string {
+	kind := "a private address"
+	if e.Metadata {
+		kind = "a link-local or cloud metadata address"
+	}
+	switch {
+	case e.Addr == "":
+		return e.Host + " names " + kind
+	case e.Host != "":
+		return e.Host + " resolves to " + e.Addr + ", " + kind
+	}
+	return e.Addr + " is " + kind
+}
+
+func (e *PolicyError) Unwrap() error {
+	if e.Metadata {
+		return ErrMetadataAddress
+	}
+	return ErrPrivateAddress
+}
 
 // AddrPolicy says which addresses a Fetcher with DenyPrivate may connect to. Public addresses are
 // always allowed, with the exception of the metadata services below. The zero value allows public
@@ -93,13 +122,13 @@ func (p *AddrPolicy) CheckAddr(a netip.Addr) error {
 	}
 	switch {
 	case IsMetadataAddr(n):
-		return fmt.Errorf("%s: %w", a, ErrMetadataAddress)
+		return &PolicyError{Addr: a.String(), Metadata: true}
 	case IsPublicAddr(n):
 		return nil
 	case p.AllowPrivate:
 		return nil
 	}
-	return fmt.Errorf("%s: %w", a, ErrPrivateAddress)
+	return &PolicyError{Addr: a.String()}
 }
 
 // hostAllowed reports whether host is named in AllowHosts.
@@ -129,7 +158,7 @@ func (p *AddrPolicy) CheckHost(hostport string) error {
 		return p.CheckAddr(a)
 	}
 	if IsMetadataName(h) {
-		return fmt.Errorf("%s: %w", h, ErrMetadataAddress)
+		return &PolicyError{Host: h, Metadata: true}
 	}
 	return nil
 }
@@ -164,7 +193,7 @@ func (d *policyDialer) DialContext(ctx context.Context, network, address string)
 	}
 	named := d.policy == nil || d.policy.hostAllowed(host)
 	if !named && IsMetadataName(host) {
-		return nil, refuse(fmt.Errorf("%s: %w", normalHost(host), ErrMetadataAddress))
+		return nil, refuse(&PolicyError{Host: normalHost(host), Metadata: true})
 	}
 	addrs, err := d.resolver.LookupIPAddr(ctx, host)
 	if err != nil {
@@ -182,8 +211,9 @@ func (d *policyDialer) DialContext(ctx context.Context, network, address string)
 		a = a.Unmap()
 		if !named {
 			if err := d.policy.CheckAddr(a); err != nil {
-				if refused == nil {
-					refused = fmt.Errorf("%s resolves to %w", host, err)
+				if pe, ok := err.(*PolicyError); ok && refused == nil {
+					pe.Host = host
+					refused = pe
 				}
 				continue
 			}

@@ -229,7 +229,11 @@ func (c *RobotsCache) load(ctx context.Context, key string, tryStore bool) (*Rob
 	default:
 		e = RobotsEntry{Err: err.Error(), Incurable: Incurable(err)}
 		if errors.As(err, &fe) {
-			e.Err = fe.Class + ": " + fe.Err.Error()
+			cause := fe.Err
+			if ue := (*url.Error)(nil); errors.As(cause, &ue) {
+				cause = ue.Err // without `Get "http://host/robots.txt": `
+			}
+			e.Err = fe.Class + ": " + cause.Error()
 		}
 	}
 	e.FetchedAt = fetchedAt

@@ -1,9 +1,9 @@
 package fetch
 
 import (
+	"context"
 	"io"
 	"log"
-	"context"
 	"net"
 	"net/http"
 	"net/http/httptest"
