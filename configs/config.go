@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"regexp"
 	"time"
@@ -105,6 +106,7 @@ type Fetch struct {
 	MaxBodySize         int64    `yaml:"max_body_size"`
 	MaxRedirects        int      `yaml:"max_redirects"`
 	DenyPrivateNetworks bool     `yaml:"deny_private_networks"`
+	AllowAddresses      []string `yaml:"allow_addresses"`
 }
 
 // URLs holds crawler-trap limits.
@@ -263,6 +265,11 @@ func (c Config) Validate() error {
 	if f.MaxRedirects < 0 || f.MaxRedirects > 50 {
 		bad("fetch.max_redirects must be between 0 and 50, got %d", f.MaxRedirects)
 	}
+	for _, a := range f.AllowAddresses {
+		if !validAllowAddress(a) {
+			bad("fetch.allow_addresses: %q is not an IP address, a CIDR prefix or a host name", a)
+		}
+	}
 
 	u := c.URLs
 	if u.MaxLength < 16 || u.MaxLength > MaxURLLength {
@@ -341,4 +348,17 @@ func (c Config) Validate() error {
 		bad("mirror.verify_every must be >= 2, got %d", m.VerifyEvery)
 	}
 	return errors.Join(errs...)
+}
+
+var hostNameRE = regexp.MustCompile(`^[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?)*\.?$`)
+
+// validAllowAddress reports whether a names an address (IP or CIDR prefix) or a host name.
+func validAllowAddress(a string) bool {
+	if _, err := netip.ParseAddr(a); err == nil {
+		return true
+	}
+	if _, err := netip.ParsePrefix(a); err == nil {
+		return true
+	}
+	return len(a) <= 253 && hostNameRE.MatchString(a)
 }

@@ -70,6 +70,10 @@ type Options struct {
 	Parse              parse.Options
 	ProgressEvery      time.Duration    // slog progress lines (0 = off)
 	Mirror             *mirror.Detector // host-level mirror detection (nil = off)
+	Addresses          HostChecker      // address policy applied at lease time (nil = none)
+	Resolver           Resolver         // politeness lookups (nil = net.DefaultResolver)
+	MaxLookups         int              // concurrent politeness lookups (0 = DefaultMaxLookups)
+	LookupTimeout      time.Duration    // one politeness lookup (0 = DefaultLookupTimeout)
 }
 
 // Engine runs a crawl over one store.
@@ -98,7 +102,7 @@ type Engine struct {
 
 	hostMu    sync.Mutex
 	hostsSeen map[string]bool
-	lookups   sync.WaitGroup // politeKey resolutions in flight
+	lq        lookupQueue // hosts waiting for politeKey's lookup
 	capLogged map[string]bool
 
 	errMu    sync.Mutex
@@ -114,7 +118,7 @@ func New(o Options, db *storage.DB, fr *frontier.Frontier, f Fetcher, robots Rob
 	if o.Workers < 1 {
 		o.Workers = 1
 	}
-	e := &Engine{o: o, db: db, fr: fr, f: f, robots: robots, det: det, logger: logger,
+	e := &Engine{o: o, db: db, fr: fr, f: f, robots: robots, det: det, logger: logger, lq: lookupQueue{wake: make(chan struct{}, 1)},
 		hostsSeen: map[string]bool{}, capLogged: map[string]bool{}, classes: newClassCounts(), digests: map[[8]byte]digestHit{}}
 	if b, err := db.GetMeta("requests"); err == nil {
 		var n int64
@@ -224,6 +228,7 @@ func (e *Engine) Run(ctx, hard context.Context) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	e.cancel = cancel
+	stopLookups := e.startLookups(runCtx)
 	var wg sync.WaitGroup
 	if e.o.ProgressEvery > 0 {
 		wg.Add(1)
@@ -256,7 +261,7 @@ func (e *Engine) Run(ctx, hard context.Context) error {
 	workers.Wait()
 	cancel()
 	wg.Wait()
-	e.lookups.Wait()
+	stopLookups()
 	if err := e.fatal(); err != nil {
 		return err
 	}
@@ -317,6 +322,9 @@ func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
 	if e.o.Mirror != nil && !it.Verify && e.skipLeased(it) {
 		return
 	}
+	if e.refusedHost(it, u.Host) {
+		return
+	}
 	if e.o.ObeyRobots && e.robots != nil {
 		rules, fetched, err := e.robots.Get(ctx, u)
 		if err != nil { // cancelled
@@ -335,8 +343,9 @@ func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
 			// RFC 9309 2.3.1.3: a 5xx or unreachable robots.txt means the
 			// whole host is disallowed until it recovers. Keep the URL and
 			// come back after the retry interval; a host that never
-			// recovers is given up by the frontier (max_failures).
-			if !e.fr.Release(it, frontier.Outcome{Requested: fetched, Requeue: true, Wait: e.o.RobotsRetry, Blocked: true}) {
+			// recovers is given up by the frontier (max_failures), one
+			// that cannot recover soon at once (robotsOutcome).
+			if !e.fr.Release(it, robotsOutcome(rules, fetched, e.o.RobotsRetry)) {
 				e.recordGiveUps()
 			}
 			return
@@ -956,31 +965,31 @@ func (e *Engine) push(items []frontier.Item) {
 }
 
 // politeKey groups hosts by IP address. IP literals are grouped at once; names
-// are resolved in the background and grouped when the answer comes.
+// are queued for the lookup pool (resolve.go) and grouped when the answer
+// comes. A name the address policy refuses outright is not looked up.
 func (e *Engine) politeKey(host string) {
-	h := host
-	if hh, _, err := net.SplitHostPort(host); err == nil {
-		h = hh
-	}
-	h = strings.Trim(h, "[]")
+	h := hostOnly(host)
 	if ip := net.ParseIP(h); ip != nil {
 		e.fr.SetPoliteKey(host, "ip:"+ip.String())
+		return
+	}
+	if e.o.Addresses != nil && e.o.Addresses.CheckHost(host) != nil {
+		e.fr.SetPoliteKey(host, host)
 		return
 	}
 	// Hold the host until it is grouped, so that its first request (its
 	// robots.txt) already waits for the clock of its IP.
 	e.fr.AwaitPoliteKey(host)
-	e.lookups.Add(1)
-	go func() {
-		defer e.lookups.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		key := host // unresolvable: its own clock (the fetch will fail with a dns error)
-		if addrs, err := net.DefaultResolver.LookupIPAddr(ctx, h); err == nil && len(addrs) > 0 {
-			key = "ip:" + addrs[0].IP.String()
-		}
-		e.fr.SetPoliteKey(host, key)
-	}()
+	e.lq.push(host)
+}
+
+// hostOnly strips the port and the IPv6 brackets of a host key.
+func hostOnly(host string) string {
+	h := host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		h = hh
+	}
+	return strings.Trim(h, "[]")
 }
 
 func rawRequest(r *fetch.Result) []byte {

@@ -259,9 +259,11 @@ type crawlConfig struct {
 	BackoffMax     time.Duration
 	MaxFailures    int
 	FollowNofollow bool
-	ScopeAny       bool          // follow links to any host (default: seed hosts only)
-	Mirror         bool          // skip duplicates' links and detect mirrors (the crawler's defaults)
-	Timeout        time.Duration // the whole crawl; the test fails when it is hit
+	ScopeAny       bool              // follow links to any host (default: seed hosts only)
+	Mirror         bool              // skip duplicates' links and detect mirrors (the crawler's defaults)
+	Timeout        time.Duration     // the whole crawl; the test fails when it is hit
+	Policy         *fetch.AddrPolicy // address policy (DenyPrivate); nil: any address
+	Resolver       fetch.Resolver    // name lookups of the fetcher and the engine; nil: the system's
 }
 
 func (c crawlConfig) withDefaults() crawlConfig {
@@ -304,6 +306,7 @@ type crawlResult struct {
 	GiveUps  map[string]string        // host given up -> reason (frontier or stored evidence)
 	Requests int64
 	Elapsed  time.Duration
+	Text     string // the text report
 }
 
 // page returns the stored record of rawURL (canonicalized), failing the test
@@ -346,6 +349,10 @@ func runCrawl(tb testing.TB, cfg crawlConfig, seeds ...string) crawlResult {
 	fo.Timeout = 5 * time.Second
 	fo.NoFollowRedirects = true
 	fo.DenyPrivate = false
+	if cfg.Policy != nil {
+		fo.DenyPrivate, fo.Policy = true, *cfg.Policy
+	}
+	fo.Resolver = cfg.Resolver
 	fetcher, err := fetch.New(fo, nil)
 	if err != nil {
 		tb.Fatalf("fetch.New: %v", err)
@@ -391,6 +398,8 @@ func runCrawl(tb testing.TB, cfg crawlConfig, seeds ...string) crawlResult {
 		MaxDelay:           cfg.MaxDelay,
 		RobotsAgent:        robotsAgent,
 		Parse:              parse.Options{BotName: robotsAgent, MaxTokens: 1 << 20},
+		Addresses:          fetcher,
+		Resolver:           cfg.Resolver,
 	}, db, fr, fetcher, robots, det, nil)
 	if _, err := eng.Seed(canon); err != nil {
 		tb.Fatalf("Seed: %v", err)
@@ -434,6 +443,11 @@ func runCrawl(tb testing.TB, cfg crawlConfig, seeds ...string) crawlResult {
 	}
 	res.Notes = rd.HostNotes
 	res.Mirrors = rd.Mirrors
+	var text strings.Builder
+	if err := report.WriteText(&text, rd); err != nil {
+		tb.Fatalf("WriteText: %v", err)
+	}
+	res.Text = text.String()
 	return res
 }
 

@@ -141,7 +141,10 @@ func (f *Fetcher) do(parent context.Context, rawURL string, maxRedirects int, ma
 
 	ctx, cancel := context.WithTimeout(parent, f.opts.Timeout)
 	defer cancel()
-	st := &reqState{maxRedirects: maxRedirects, noFollow: noFollow, denyPrivate: f.opts.DenyPrivate}
+	st := &reqState{maxRedirects: maxRedirects, noFollow: noFollow}
+	if f.opts.DenyPrivate && f.opts.Transport != nil {
+		st.policy = &f.opts.Policy
+	}
 	ctx = context.WithValue(ctx, stateKey{}, st)
 	ctx = httptrace.WithClientTrace(ctx, st.trace())
 

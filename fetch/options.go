@@ -15,6 +15,7 @@ package fetch
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"time"
 )
@@ -42,7 +43,14 @@ type Options struct {
 	// that queues the Location as a link of its own (as Heritrix does) uses it, so every URL passes
 	// its seen-set, scope and politeness once and no URL is requested twice.
 	NoFollowRedirects bool
-	DenyPrivate       bool // refuse loopback/private/link-local/metadata addresses, checked on the resolved IP at dial time
+	// DenyPrivate checks every address against Policy, after name resolution and before connecting
+	// (so a name resolving to a refused address is caught, DNS rebinding included): refused are
+	// private, link-local and cloud metadata addresses except those Policy allows. A refusal is an
+	// *Error of class "private" (errors.Is ErrPrivateAddress).
+	DenyPrivate bool
+	Policy      AddrPolicy // what DenyPrivate lets through besides public addresses
+	// Resolver resolves host names for the built-in transport; default net.DefaultResolver.
+	Resolver Resolver
 	// Transport replaces the built-in transport (see NewTransport). With DenyPrivate, an injected
 	// transport cannot be checked at dial time; fetch then still refuses the response when the
 	// connection's remote IP (seen through httptrace) is private, but the request has been sent.
@@ -78,6 +86,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxRedirects == 0 {
 		o.MaxRedirects = d.MaxRedirects
 	}
+	if o.Resolver == nil {
+		o.Resolver = net.DefaultResolver
+	}
 	return o
 }
 
@@ -106,6 +117,11 @@ func (o Options) Validate() error {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '_') {
 			errs = append(errs, fmt.Errorf("robots agent %q: must be a product token [a-zA-Z_-]+ (RFC 9309)", o.RobotsAgent))
 			break
+		}
+	}
+	for _, p := range o.Policy.Allow {
+		if !p.IsValid() {
+			errs = append(errs, fmt.Errorf("policy: allowed prefix %v is not valid", p))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

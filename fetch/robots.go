@@ -41,6 +41,8 @@ const maxRobotsLineLen = 2083*8 - 1
 type Robots struct {
 	status      int
 	unavailable bool
+	cause       string // why it is unavailable (robotsfail.go)
+	incurable   bool   // unavailable for a reason retrying cannot cure soon
 	allowAll    bool
 	agents      map[string]*ruleSet // lower-case product token -> merged groups
 	global      *ruleSet            // merged "*" groups; nil when there is none

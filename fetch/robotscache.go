@@ -53,14 +53,15 @@ type RobotsEntry struct {
 	Status    int       // HTTP status of the last response (0 when the request failed)
 	Body      []byte    // body for 2xx (at most MaxSize bytes), nil otherwise
 	FetchedAt time.Time //
-	Err       string    // transport failure, "" when a response was received
+	Err       string    // transport failure ("class: cause"), "" when a response was received
+	Incurable bool      // the failure is one retrying cannot cure soon (see Incurable)
 }
 
 // RobotsFromEntry rebuilds the rules from a stored entry: a transport failure (Err set, Status 0)
 // means unavailable (disallow all); otherwise ParseRobots semantics apply.
 func RobotsFromEntry(e RobotsEntry, maxSize int) *Robots {
 	if e.Err != "" && e.Status == 0 {
-		return &Robots{unavailable: true}
+		return &Robots{unavailable: true, cause: robotsCause(e), incurable: e.Incurable}
 	}
 	if maxSize <= 0 {
 		maxSize = DefaultRobotsMaxSize
@@ -226,7 +227,14 @@ func (c *RobotsCache) load(ctx context.Context, key string, tryStore bool) (*Rob
 		// Status is the last 3xx seen; Err only documents why the chain was not followed.
 		e = RobotsEntry{Status: lastStatus, Err: err.Error()}
 	default:
-		e = RobotsEntry{Err: err.Error()}
+		e = RobotsEntry{Err: err.Error(), Incurable: Incurable(err)}
+		if errors.As(err, &fe) {
+			cause := fe.Err
+			if ue := (*url.Error)(nil); errors.As(cause, &ue) {
+				cause = ue.Err // without `Get "http://host/robots.txt": `
+			}
+			e.Err = fe.Class + ": " + cause.Error()
+		}
 	}
 	e.FetchedAt = fetchedAt
 	r := RobotsFromEntry(e, c.o.MaxSize)

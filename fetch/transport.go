@@ -14,24 +14,25 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
 // NewTransport returns the transport New uses when Options.Transport is nil: no proxy, dial,
 // TLS-handshake and response-header timeouts derived from o.Timeout, bounded idle pools, HTTP/2
 // attempted, transparent decompression off (fetch decodes Content-Encoding itself, bounded), and,
-// with o.DenyPrivate, a dial-time check of every resolved address.
+// with o.DenyPrivate, every address checked against o.Policy after name resolution (through
+// o.Resolver) and before connecting.
 func NewTransport(o Options) *http.Transport {
 	o = o.withDefaults()
 	dialTimeout := min(o.Timeout, 10*time.Second)
 	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+	pd := &policyDialer{resolver: o.Resolver, dial: d.DialContext}
 	if o.DenyPrivate {
-		d.Control = denyPrivateControl
+		pd.policy = &o.Policy
 	}
 	return &http.Transport{
 		Proxy:                  nil,
-		DialContext:            d.DialContext,
+		DialContext:            pd.DialContext,
 		ForceAttemptHTTP2:      true,
 		TLSHandshakeTimeout:    dialTimeout,
 		ResponseHeaderTimeout:  o.Timeout,
@@ -42,18 +43,6 @@ func NewTransport(o Options) *http.Transport {
 		MaxResponseHeaderBytes: 1 << 20,
 		DisableCompression:     true,
 	}
-}
-
-// denyPrivateControl runs after name resolution, just before connect, with the literal address.
-func denyPrivateControl(network, address string, _ syscall.RawConn) error {
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return fmt.Errorf("deny private: parse %q: %w", address, err)
-	}
-	if !IsPublicAddr(ap.Addr()) {
-		return fmt.Errorf("dial %s: %w", ap.Addr(), ErrPrivateAddress)
-	}
-	return nil
 }
 
 var nonPublicPrefixes = []netip.Prefix{
@@ -97,7 +86,7 @@ func IsPublicAddr(a netip.Addr) bool {
 type reqState struct {
 	maxRedirects int
 	noFollow     bool
-	denyPrivate  bool
+	policy       *AddrPolicy // checked on the remote IP of injected transports; nil: not checked
 
 	mu         sync.Mutex
 	redirects  []string     // URLs that answered with a redirect, in order
@@ -197,10 +186,12 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	remote := st.remoteIP
 	st.mu.Unlock()
 
-	if st.denyPrivate && remote != "" {
-		if a, perr := netip.ParseAddr(remote); perr == nil && !IsPublicAddr(a) {
-			resp.Body.Close()
-			return nil, fmt.Errorf("connected to %s: %w", remote, ErrPrivateAddress)
+	if st.policy != nil && remote != "" && !st.policy.hostAllowed(req.URL.Hostname()) {
+		if a, perr := netip.ParseAddr(remote); perr == nil {
+			if err := st.policy.CheckAddr(a); err != nil {
+				resp.Body.Close()
+				return nil, fmt.Errorf("connected to %w", err)
+			}
 		}
 	}
 	if err := decodeContentEncoding(resp); err != nil {

@@ -91,6 +91,8 @@ type Outcome struct {
 	Requeue      bool          // put the item back at the head of its queue (e.g. robots.txt was fetched first)
 	Wait         time.Duration // do not serve the host again before this much time has passed
 	Blocked      bool          // the host cannot be crawled now (robots.txt unavailable): counts as a failure
+	Reason       string        // with Blocked: why, for the give-up record
+	GiveUp       bool          // with Blocked: give the host up now (a failure retrying cannot cure)
 }
 
 // GiveUp describes a host the frontier stopped serving.
@@ -461,8 +463,8 @@ func (f *Frontier) Release(it *Item, o Outcome) (requeued bool) {
 	}
 	if o.Blocked {
 		h.failures++
-		if h.failures >= f.opts.MaxFailures {
-			f.giveUp(h, fmt.Sprintf("robots.txt unavailable %d times in a row", h.failures))
+		if h.failures >= f.opts.MaxFailures || o.GiveUp {
+			f.giveUp(h, blockedReason(h.failures, o))
 			// The engine records nothing for a blocked item: hand it over.
 			g := &f.giveUps[len(f.giveUps)-1]
 			g.Items = append([]Item{*it}, g.Items...)
@@ -541,6 +543,17 @@ func (f *Frontier) backoff(failures int) time.Duration {
 		d = half + time.Duration(rand.Int64N(int64(half)+1))
 	}
 	return d
+}
+
+// blockedReason is the give-up reason of a host blocked failures times in a row.
+func blockedReason(failures int, o Outcome) string {
+	switch {
+	case o.GiveUp && o.Reason != "":
+		return o.Reason
+	case o.Reason != "":
+		return fmt.Sprintf("robots.txt unavailable %d times in a row, last: %s", failures, o.Reason)
+	}
+	return fmt.Sprintf("robots.txt unavailable %d times in a row", failures)
 }
 
 func (f *Frontier) giveUp(h *hostState, reason string) {

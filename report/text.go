@@ -194,6 +194,13 @@ func (t *textWriter) hostNotes(notes []HostNote) {
 	}
 	t.heading(fmt.Sprintf("HOST NOTES (%d)", len(notes)))
 	for _, n := range notes {
+		if n.Kind == "gave_up" && displayWidth(sanitize(n.Detail)) > TextWidth-2-24-2-len(n.Kind)-2 {
+			// The reason names the cause (a robots.txt's TLS or connect
+			// error, say): in full, on a line of its own.
+			t.line("  %s  %s:", pad(n.Host, 24), n.Kind)
+			t.line("      %s", sanitize(n.Detail))
+			continue
+		}
 		t.line("  %s  %s: %s", pad(n.Host, 24), n.Kind, truncateMiddle(n.Detail, TextWidth-2-24-2-len(n.Kind)-2))
 	}
 }

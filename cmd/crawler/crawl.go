@@ -9,7 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"net/netip"
+	"net"
 	"net/url"
 	"os"
 	"os/signal"
@@ -58,7 +58,7 @@ func parseCrawlFlags(args []string, stderr io.Writer) (*crawlFlags, []string, er
 	fs.IntVar(&cf.maxPages, "max-pages", 0, "stop after this many page requests (overrides crawl.max_pages)")
 	fs.IntVar(&cf.maxDepth, "max-depth", 0, "link hops from a seed (overrides crawl.max_depth)")
 	fs.IntVar(&cf.workers, "workers", 0, "concurrent fetches (overrides crawl.workers)")
-	fs.BoolVar(&cf.allowPrivate, "allow-private-networks", false, "allow loopback and private addresses")
+	fs.BoolVar(&cf.allowPrivate, "allow-private-networks", false, "allow loopback and private addresses (link-local and cloud metadata addresses stay refused; see fetch.allow_addresses)")
 	fs.BoolVar(&cf.quiet, "quiet", false, "no progress output (a refreshing line on a terminal, log lines otherwise)")
 	fs.StringVar(&cf.serve, "serve", "", "serve the live HTML report and /metrics on this address during the crawl, e.g. 127.0.0.1:8080")
 	fs.StringVar(&cf.cpuProfile, "cpuprofile", "", "write a CPU profile of the crawl to this file")
@@ -198,27 +198,30 @@ func newLogger(w io.Writer, quiet bool) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
-// allLocal reports whether every seed's host is a loopback or private address
-// (or localhost), in which case deny_private_networks is turned off.
-func allLocal(seeds []string) bool {
-	if len(seeds) == 0 {
-		return false
+// addrPolicy builds the address policy of a crawl: public addresses, the
+// seeds' own addresses (a local test web needs nothing more), the entries of
+// fetch.allow_addresses, and private addresses when deny_private_networks is
+// off or --allow-private-networks is given. Link-local and cloud metadata
+// addresses stay refused unless a seed or allow_addresses names them.
+func addrPolicy(ctx context.Context, cfg configs.Config, seeds []string, allowPrivate bool, logger *slog.Logger) (fetch.AddrPolicy, error) {
+	var p fetch.AddrPolicy
+	p.AllowPrivate = allowPrivate || !cfg.Fetch.DenyPrivateNetworks
+	if err := p.AllowEntries(cfg.Fetch.AllowAddresses); err != nil {
+		return p, usageError{err}
 	}
+	hosts := make([]string, 0, len(seeds))
 	for _, s := range seeds {
-		u, err := url.Parse(s)
-		if err != nil {
-			return false
-		}
-		h := u.Hostname()
-		if h == "localhost" {
-			continue
-		}
-		a, err := netip.ParseAddr(h)
-		if err != nil || !(a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast()) {
-			return false
+		if u, err := url.Parse(s); err == nil {
+			hosts = append(hosts, u.Host)
 		}
 	}
-	return true
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if added := p.AllowSeeds(lctx, net.DefaultResolver, hosts); len(added) > 0 {
+		logger.Info("seeds on non-public addresses: these are allowed, other private addresses are not",
+			"allowed", strings.Join(added, " "), "private_networks", p.AllowPrivate)
+	}
+	return p, nil
 }
 
 // runCrawl runs (or resumes) a crawl in dataDir; ui shows its progress and
@@ -278,10 +281,9 @@ func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []s
 		}
 	}
 
-	denyPrivate := cfg.Fetch.DenyPrivateNetworks && !allowPrivate
-	if denyPrivate && allLocal(allSeeds) {
-		denyPrivate = false
-		logger.Info("all seeds are on loopback or private addresses: deny_private_networks turned off")
+	policy, err := addrPolicy(ctx, cfg, allSeeds, allowPrivate, logger)
+	if err != nil {
+		return err
 	}
 
 	fo := fetch.DefaultOptions()
@@ -290,7 +292,8 @@ func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []s
 	fo.Timeout = cfg.Fetch.Timeout.D()
 	fo.MaxBodySize = cfg.Fetch.MaxBodySize
 	fo.MaxRedirects = cfg.Fetch.MaxRedirects
-	fo.DenyPrivate = denyPrivate
+	fo.DenyPrivate = true
+	fo.Policy = policy
 	fo.NoFollowRedirects = true // the engine queues redirect targets as links
 	fetcher, err := fetch.New(fo, logger.With("system", "fetch"))
 	if err != nil {
@@ -343,6 +346,7 @@ func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []s
 		Trap:               crawl.TrapOptions(cfg.URLs),
 		FollowNofollow:     cfg.Crawl.FollowNofollow,
 		SkipDuplicateLinks: cfg.Crawl.SkipDuplicateLinks,
+		Addresses:          fetcher,
 		ObeyRobots:         cfg.Politeness.ObeyRobots,
 		RobotsAgent:        cfg.Fetch.RobotsAgent,
 		RobotsRetry:        cfg.Politeness.RobotsRetry.D(),

@@ -17,7 +17,11 @@
 //   - traps: an endless calendar whose every month links to the next and the
 //     previous one;
 //   - a second host whose robots.txt never answers (on its own address), and
-//     a link to a host that does not resolve (a .invalid name).
+//     a link to a host that does not resolve (a .invalid name);
+//   - addresses (addresses.go): redirects to cloud metadata services,
+//     link-local, private and foreign loopback addresses and to a name test
+//     resolvers map to a private address; a page linking 3,000 host names
+//     that do not resolve.
 //
 // The index page at / links to every horror. Every request is counted by path
 // (Hits), so a test can bound how far a crawler followed a trap. Hanging
@@ -56,7 +60,7 @@ type Horror struct {
 // order. The calendar's further months and the redirect chain's further steps
 // are reached from these.
 func Horrors() []Horror {
-	return []Horror{
+	return append([]Horror{
 		{"/slow-drip", "slow-drip", "text/html, one byte per drip interval, never finishes"},
 		{"/endless", "endless", "text/html, chunked, an endless stream of paragraphs"},
 		{"/huge-length-hang", "huge-length-hang", "Content-Length 10 GB, a few bytes, then silence"},
@@ -85,7 +89,7 @@ func Horrors() []Horror {
 		{"/empty", "empty", "200 text/html with an empty body"},
 		{"/utf16be-header", "utf16be-header", "charset=UTF-16BE in the header, UTF-16BE bytes without a BOM"},
 		{"/odd-hrefs", "odd-hrefs", "links with stray '%', backslashes, tabs, spaces and non-ASCII (OddHrefs)"},
-	}
+	}, addressHorrors()...)
 }
 
 // Options configures the server. The zero value is usable.
@@ -251,6 +255,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.reset(w, "")
 	case p == "/reset-mid-body":
 		h.reset(w, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 4096\r\n\r\n<html><body><p>half a page")
+	case serveAddresses(w, p):
 	case p == "/empty":
 		w.Header().Set("Content-Type", "text/html")
 		w.Header().Set("Content-Length", "0")

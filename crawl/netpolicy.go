@@ -1,0 +1,50 @@
+package crawl
+
+import (
+	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/fetch"
+	"github.com/horseshoe-crawler/horseshoe/frontier"
+	"github.com/horseshoe-crawler/horseshoe/storage"
+)
+
+// HostChecker refuses hosts by address policy before any request or lookup:
+// IP literals and the names of cloud metadata services (*fetch.Fetcher
+// implements it). Names resolving to a refused address are caught by the
+// fetcher when it connects.
+type HostChecker interface {
+	CheckHost(host string) error
+}
+
+// refusedHost records a leased item whose host the address policy refuses
+// outright (a redirect or link to 169.254.169.254, 10.0.0.1 or
+// metadata.google.internal): no robots.txt request, no page request, a
+// record of class error with error class "private". It reports whether it
+// did.
+func (e *Engine) refusedHost(it *frontier.Item, host string) bool {
+	if e.o.Addresses == nil {
+		return false
+	}
+	err := e.o.Addresses.CheckHost(host)
+	if err == nil {
+		return false
+	}
+	e.fr.Release(it, frontier.Outcome{})
+	e.commit(it, &storage.Page{Class: storage.ClassError, ErrorClass: fetch.ClassPrivate,
+		Error: "not requested: refused by the address policy: " + err.Error()}, nil, nil)
+	return true
+}
+
+// robotsOutcome is the frontier outcome of a lease whose host's robots.txt
+// is unavailable: blocked, with the cause for the give-up record, retried
+// after retry, or given up at once when retrying cannot cure the cause (TLS
+// failure, address refused by policy, no such host, connection refused).
+func robotsOutcome(rules *fetch.Robots, fetched bool, retry time.Duration) frontier.Outcome {
+	o := frontier.Outcome{Requested: fetched, Requeue: true, Wait: retry, Blocked: true,
+		Reason: rules.Cause()}
+	if rules.Incurable() {
+		o.GiveUp = true
+		o.Reason = "robots.txt unavailable, not retried: " + rules.Cause()
+	}
+	return o
+}

@@ -1,0 +1,186 @@
+package crawl_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/crawl"
+	"github.com/horseshoe-crawler/horseshoe/dedup"
+	"github.com/horseshoe-crawler/horseshoe/fetch"
+	"github.com/horseshoe-crawler/horseshoe/frontier"
+	"github.com/horseshoe-crawler/horseshoe/parse"
+	"github.com/horseshoe-crawler/horseshoe/storage"
+)
+
+// fakeResolver answers from Names; other names do not exist (NXDOMAIN). Block,
+// when set, is called first and may hold the lookup (it must return when ctx
+// ends). It counts lookups in flight and their peak. No lookup leaves the
+// machine.
+type fakeResolver struct {
+	Names map[string][]string
+	Block func(ctx context.Context, host string) error
+
+	inflight, peak, calls atomic.Int64
+}
+
+func (r *fakeResolver) LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error) {
+	n := r.inflight.Add(1)
+	defer r.inflight.Add(-1)
+	r.calls.Add(1)
+	for {
+		p := r.peak.Load()
+		if n <= p || r.peak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	if r.Block != nil {
+		if err := r.Block(ctx, host); err != nil {
+			return nil, &net.DNSError{Err: err.Error(), Name: host, IsTimeout: true}
+		}
+	}
+	addrs, ok := r.Names[strings.ToLower(host)]
+	if !ok {
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	out := make([]net.IPAddr, len(addrs))
+	for i, a := range addrs {
+		out[i] = net.IPAddr{IP: net.ParseIP(a)}
+	}
+	return out, nil
+}
+
+// manyHostsFetcher serves a seed page linking n host names and answers every
+// other URL with a DNS error, without sockets.
+type manyHostsFetcher struct {
+	seed string
+	n    int
+	hits atomic.Int64
+}
+
+func manyHostName(i int) string { return fmt.Sprintf("h%04d.horseshoe-nowhere.invalid", i) }
+
+func (f *manyHostsFetcher) Fetch(ctx context.Context, rawURL string) (*fetch.Result, error) {
+	f.hits.Add(1)
+	if rawURL != f.seed {
+		return nil, &fetch.Error{URL: rawURL, Class: fetch.ClassDNS, Err: &net.DNSError{Err: "no such host", IsNotFound: true}}
+	}
+	var links []string
+	for i := range f.n {
+		links = append(links, "http://"+manyHostName(i)+"/")
+	}
+	body := []byte(htmlPage("many hosts", "", links...))
+	return &fetch.Result{URL: rawURL, FinalURL: rawURL, Status: 200, Header: http.Header{"Content-Type": {"text/html"}},
+		RawBody: body, Body: body, ContentType: "text/html", IsHTML: true, FetchedAt: time.Now()}, nil
+}
+
+// lookupEngine builds an engine over a fake fetcher (no robots.txt) whose
+// seed links n host names, with scope any.
+func lookupEngine(tb testing.TB, n, maxLookups int, timeout time.Duration, res crawl.Resolver) (*crawl.Engine, *manyHostsFetcher, *frontier.Frontier) {
+	tb.Helper()
+	db, err := storage.Open(tb.TempDir(), storage.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	seed := "http://127.0.0.86/"
+	f := &manyHostsFetcher{seed: seed, n: n}
+	fr, err := frontier.New(frontier.Options{MaxFailures: 3, BackoffBase: 10 * time.Millisecond, BackoffMax: 10 * time.Millisecond}, db, nil, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	scope, err := frontier.NewScope(frontier.ScopeOptions{Mode: frontier.ScopeAny}, []string{seed})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	det, err := dedup.New(dedup.DefaultOptions())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	eng := crawl.New(crawl.Options{
+		Workers: 8, MaxDepth: 3, Scope: scope, Trap: frontier.DefaultTrapOptions(),
+		Parse:    parse.Options{BotName: robotsAgent, MaxTokens: 1 << 20},
+		Resolver: res, MaxLookups: maxLookups, LookupTimeout: timeout,
+	}, db, fr, f, nil, det, nil)
+	if _, err := eng.Seed([]string{seed}); err != nil {
+		tb.Fatal(err)
+	}
+	return eng, f, fr
+}
+
+// TestLookupsBoundedAndCancellable: a page linking 3,000 host names starts at
+// most MaxLookups lookups at a time (it started 3,000 goroutines, one lookup
+// each), and cancelling the crawl ends the blocked lookups at once (they ran
+// on context.Background() with a 5 s timeout: Ctrl-C took 15 s).
+func TestLookupsBoundedAndCancellable(t *testing.T) {
+	for _, bound := range []int{1, 7, 16} {
+		t.Run(fmt.Sprint(bound), func(t *testing.T) {
+			res := &fakeResolver{Block: func(ctx context.Context, _ string) error {
+				<-ctx.Done()
+				return ctx.Err()
+			}}
+			eng, _, _ := lookupEngine(t, 3000, bound, time.Hour, res)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- eng.Run(ctx, ctx) }()
+			deadline := time.Now().Add(5 * time.Second)
+			for res.inflight.Load() < int64(bound) && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			time.Sleep(100 * time.Millisecond) // room for more to start, if anything let them
+			if got := res.peak.Load(); got > int64(bound) || res.inflight.Load() != int64(bound) {
+				t.Errorf("peak %d, in flight %d concurrent lookups, want at most and exactly %d", got, res.inflight.Load(), bound)
+			}
+			start := time.Now()
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+			case <-time.After(2 * time.Second):
+				t.Fatalf("Run did not return within 2 s of the cancel, with lookups blocked")
+			}
+			t.Logf("bound %d: Run returned %v after the cancel; %d lookups started", bound, time.Since(start).Round(time.Millisecond), res.calls.Load())
+			if res.inflight.Load() != 0 {
+				t.Errorf("%d lookups still in flight after Run returned", res.inflight.Load())
+			}
+		})
+	}
+}
+
+// TestLookupsFailingOrStuckDoNotHoldHosts: hosts whose lookup fails, or hangs
+// past the lookup timeout, get a clock of their own and are crawled (here:
+// recorded with the fetcher's DNS error); the crawl ends.
+func TestLookupsFailingOrStuckDoNotHoldHosts(t *testing.T) {
+	const n = 500
+	res := &fakeResolver{Block: func(ctx context.Context, host string) error {
+		var i int
+		if _, err := fmt.Sscanf(host, "h%04d.", &i); err == nil && i%50 == 0 {
+			<-ctx.Done() // stuck until the lookup timeout
+			return ctx.Err()
+		}
+		return nil
+	}}
+	eng, f, fr := lookupEngine(t, n, 8, 50*time.Millisecond, res)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := eng.Run(ctx, ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("crawl did not finish: %d queued", fr.Stats().Queued)
+	}
+	if got := f.hits.Load(); got < n+1 {
+		t.Errorf("%d requests, want every one of the %d hosts tried after its lookup failed", got, n)
+	}
+	if p := res.peak.Load(); p > 8 {
+		t.Errorf("peak %d concurrent lookups, want <= 8", p)
+	}
+}
