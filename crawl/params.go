@@ -6,6 +6,7 @@ import (
 
 	"github.com/horseshoe-crawler/horseshoe/dedup"
 	"github.com/horseshoe-crawler/horseshoe/frontier"
+	"github.com/horseshoe-crawler/horseshoe/report"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
 
@@ -97,4 +98,34 @@ func (e *Engine) paramCanonical(links []string) []string {
 		}
 	}
 	return out[:j]
+}
+
+// paramReport returns the decided rules (standing or withdrawn) for the report;
+// rules blocked before any decision are not news.
+func paramReport(db *storage.DB) ([]report.IrrelevantParam, error) {
+	out := []report.IrrelevantParam{}
+	err := db.ForEachEvidence(paramEvidence, func(_ string, v []byte) error {
+		var r frontier.ParamRule
+		if err := json.Unmarshal(v, &r); err != nil {
+			return err
+		}
+		if !r.Decided {
+			return nil
+		}
+		row := report.IrrelevantParam{Host: r.Host, Param: r.Param, Pairs: r.Pairs, Paths: r.Paths,
+			Withdrawn: r.Withdrawn, Examples: make([]report.ParamPair, 0, len(r.Examples))}
+		for _, e := range r.Examples {
+			row.Examples = append(row.Examples, report.ParamPair(e))
+		}
+		if r.Withdrawn && r.Counter != nil {
+			c := report.ParamPair(*r.Counter)
+			row.Counter = &c
+		}
+		out = append(out, row)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("parameter evidence: %w", err)
+	}
+	return out, nil
 }

@@ -2,12 +2,18 @@ package crawl_test
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/configs"
+	"github.com/horseshoe-crawler/horseshoe/crawl"
+	"github.com/horseshoe-crawler/horseshoe/frontier"
 	"github.com/horseshoe-crawler/horseshoe/internal/hostile"
+	"github.com/horseshoe-crawler/horseshoe/report"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
 
@@ -19,6 +25,11 @@ import (
 func TestSessionShops(t *testing.T) {
 	if testing.Short() {
 		t.Skip("five crawls of a few seconds each")
+	}
+	// The parameter each shop's crawl must learn: none where Canonicalize
+	// strips it from the start.
+	learn := map[hostile.SessionVariant]string{
+		hostile.SessionVisit: "visit", hostile.SessionPaged: "s", hostile.SessionAisles: "token",
 	}
 	for i, v := range hostile.SessionVariants() {
 		t.Run(string(v), func(t *testing.T) {
@@ -33,7 +44,8 @@ func TestSessionShops(t *testing.T) {
 			cfg.Crawl.MaxPages = 500
 			cfg.Politeness.Delay = 0
 			seed := srv.Base(srv.IP) + "/"
-			c := runEngine(t, cfg, filepath.Join(t.TempDir(), "data"), []string{seed}, 60*time.Second)
+			dataDir := filepath.Join(t.TempDir(), "data")
+			c := runEngine(t, cfg, dataDir, []string{seed}, 60*time.Second)
 
 			real := shop.RealPages()
 			n := shop.Requests()
@@ -61,6 +73,57 @@ func TestSessionShops(t *testing.T) {
 					t.Errorf("text %q: %d unique pages, want 1", title, unique[title])
 				}
 			}
+
+			// The report lists the learned parameter with its evidence, and
+			// nothing else: page selects content in the paged shop.
+			params := reportParams(t, dataDir)
+			want := []string{}
+			if name, ok := learn[v]; ok {
+				want = append(want, srv.HostPort(srv.IP)+" "+name)
+			}
+			var got []string
+			for _, p := range params {
+				got = append(got, p.Host+" "+p.Param)
+				if p.Withdrawn || p.Pairs < frontier.DefaultParamMinPairs || p.Paths < frontier.DefaultParamMinPaths || len(p.Examples) == 0 {
+					t.Errorf("rule %+v: want standing, with its evidence", p)
+				}
+				for _, e := range p.Examples {
+					if e.URL == e.Other || !strings.Contains(e.URL, p.Param+"=") || !strings.Contains(e.Other, p.Param+"=") {
+						t.Errorf("evidence %+v does not show two values of %s", e, p.Param)
+					}
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("irrelevant parameters %q, want %q", got, want)
+			}
+
+			// A resumed crawl keeps the rule: a seed under a new session id
+			// is the real page already fetched.
+			if name, ok := learn[v]; ok {
+				before := shop.Hits()
+				again := runEngine(t, cfg, dataDir, []string{seed, srv.Base(srv.IP) + "/b?" + name + "=123456789"}, 60*time.Second)
+				if after := shop.Hits(); !maps.Equal(before, after) {
+					t.Errorf("resumed crawl fetched pages again: %v, then %v", before, after)
+				}
+				if _, ok := again.pages[srv.Base(srv.IP)+"/b?"+name+"=123456789"]; ok {
+					t.Errorf("resumed crawl recorded the seed with its session id")
+				}
+			}
 		})
 	}
+}
+
+// reportParams reads the irrelevant parameters of a finished crawl's report.
+func reportParams(tb testing.TB, dataDir string) []report.IrrelevantParam {
+	tb.Helper()
+	db, err := storage.Open(dataDir, storage.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	d, err := crawl.ReportData(db, "", nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return d.IrrelevantParams
 }
