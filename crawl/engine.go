@@ -105,6 +105,8 @@ type Engine struct {
 	lq        lookupQueue // hosts waiting for politeKey's lookup
 	capLogged map[string]bool
 
+	params *frontier.ParamLearner // irrelevant parameters per host (params.go)
+
 	errMu    sync.Mutex
 	fatalErr error
 	cancel   context.CancelFunc
@@ -119,7 +121,8 @@ func New(o Options, db *storage.DB, fr *frontier.Frontier, f Fetcher, robots Rob
 		o.Workers = 1
 	}
 	e := &Engine{o: o, db: db, fr: fr, f: f, robots: robots, det: det, logger: logger, lq: lookupQueue{wake: make(chan struct{}, 1)},
-		hostsSeen: map[string]bool{}, capLogged: map[string]bool{}, classes: newClassCounts(), digests: map[[8]byte]digestHit{}}
+		hostsSeen: map[string]bool{}, capLogged: map[string]bool{}, classes: newClassCounts(), digests: map[[8]byte]digestHit{},
+		params: frontier.NewParamLearner(frontier.ParamOptions{})}
 	if b, err := db.GetMeta("requests"); err == nil {
 		var n int64
 		fmt.Sscan(string(b), &n)
@@ -141,6 +144,9 @@ func (e *Engine) Restore() (int, error) {
 		n++
 		return nil
 	})
+	if err == nil {
+		err = e.restoreParams()
+	}
 	if err != nil || e.o.Mirror == nil {
 		return n, err
 	}
@@ -164,7 +170,7 @@ func (e *Engine) Seed(seeds []string) (added int, err error) {
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
 	return e.queueAll(len(seeds), func(tx *storage.Tx, i int) (frontier.Item, bool, error) {
-		return e.enqueue(tx, seeds[i], 0, "")
+		return e.enqueue(tx, e.params.Canonical(seeds[i]), 0, "")
 	})
 }
 
@@ -477,6 +483,7 @@ func (e *Engine) followable(doc *parse.Document) []string {
 			continue
 		}
 		cu, err := frontier.Canonicalize(l.URL, nil)
+		cu = e.params.Canonical(cu)
 		if err != nil || seen[cu] {
 			continue
 		}
@@ -609,9 +616,13 @@ func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res 
 			decision = dedup.Decision{}
 		}
 	}
+	learned := e.learnParams(p, c, decision)
 	var pushed []frontier.Item
 	var withdrawn, decided []string
 	err := e.db.Update(func(tx *storage.Tx) error {
+		if err := putParamRules(tx, learned); err != nil {
+			return err
+		}
 		pushed = pushed[:0]
 		withdrawn = withdrawn[:0]
 		e.txSkipped = 0
@@ -761,6 +772,7 @@ func (e *Engine) links(tx *storage.Tx, p *storage.Page, links []string) ([]front
 	if p.NoFollow || p.Depth >= e.o.MaxDepth {
 		return nil, nil
 	}
+	links = e.paramCanonical(links) // rules decided since the worker canonicalized them
 	dup := p.Class == storage.ClassExact || p.Class == storage.ClassNear
 	var mapping mirror.Mapping
 	mapped := false
@@ -918,6 +930,7 @@ func (e *Engine) inScope(cu string) bool {
 
 // follow queues cu if it is in scope, not a trap and not seen.
 func (e *Engine) follow(tx *storage.Tx, cu string, depth int, via string) (frontier.Item, bool, error) {
+	cu = e.params.Canonical(cu)
 	// max_depth bounds every hop, redirects included, so endless redirect
 	// chains end too.
 	if depth > e.o.MaxDepth || !e.inScope(cu) {

@@ -112,6 +112,9 @@ func ReportData(db *storage.DB, filter string, curve []report.CurvePoint) (*repo
 			return nil, fmt.Errorf("%s notes: %w", kind, err)
 		}
 	}
+	if d.IrrelevantParams, err = paramReport(db); err != nil {
+		return nil, err
+	}
 	if b, err := db.GetMeta("requests"); err == nil {
 		d.Stats.Requests, _ = strconv.Atoi(string(b))
 	}

@@ -32,6 +32,8 @@ func FuzzCanonicalize(f *testing.F) {
 		"http://xn--bcher-kva.example./",
 		"http://example.com/%C3%BC%c3%bc",
 		"http://example.com/?q='\"<>`",
+		"http://example.com/a;jsessionid=1;JSESSIONID=2/b;x=1?PHPSESSID=3&&sid=0123456789abcdef&q",
+		"http://example.com/?%6Asessionid=1&ASPSESSIONIDAB=2&",
 	}
 	for _, s := range seeds {
 		f.Add(s, "")

@@ -30,7 +30,10 @@ var (
 //     characters (ALPHA, DIGIT, '-', '.', '_', '~') decoded, every character RFC 3986 does
 //     not allow raw (space, '"', '<', '>', '^', '`', '{', '|', '}', '[', ']', a '%' that
 //     does not start an escape, non-ASCII) percent-encoded;
-//   - query kept as is (parameter order preserved) except that an empty "?" is removed.
+//   - query kept as is (parameter order preserved) except that an empty "?" is removed;
+//   - well-known session parameters removed (session.go): jsessionid, phpsessid,
+//     aspsessionid*, cfid, cftoken, sessionid, session_id, a sid whose value looks like a
+//     session token, and the ";jsessionid=" path parameter.
 //
 // Only http and https are accepted: other schemes return an error wrapping ErrScheme.
 // The result is idempotent (Canonicalize(Canonicalize(u)) == Canonicalize(u)) and
@@ -92,16 +95,29 @@ func canonicalizeParsed(u *whatwgurl.URL, raw string) (string, error) {
 		sb.WriteByte(':')
 		sb.WriteString(port)
 	}
+	// Session parameters are matched on the normalized forms, so that an escaped
+	// name ("%6Asessionid") is caught on the first pass, not on the second.
+	path, query = stripSession(canonPercent(path, false), canonPercent(query, true))
 	if path == "" {
-		sb.WriteByte('/')
-	} else {
-		canonWritePercent(&sb, path, false)
+		path = "/"
 	}
+	sb.WriteString(path)
 	if query != "" {
 		sb.WriteByte('?')
-		canonWritePercent(&sb, query, true)
+		sb.WriteString(query)
 	}
 	return sb.String(), nil
+}
+
+// canonPercent returns s with normalized percent-encoding (canonWritePercent).
+func canonPercent(s string, inQuery bool) string {
+	if s == "" {
+		return s
+	}
+	var sb strings.Builder
+	sb.Grow(len(s))
+	canonWritePercent(&sb, s, inQuery)
+	return sb.String()
 }
 
 // canonFetchableHost reports whether host (already WHATWG-parsed, so lower-case ASCII)

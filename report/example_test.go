@@ -135,6 +135,7 @@ func ExampleWriteJSON() {
 	//   "mirrors": [],
 	//   "replicated_prefixes": [],
 	//   "host_notes": [],
+	//   "irrelevant_params": [],
 	//   "filter": "altavista 6x14 r=2",
 	//   "filter_curve": [
 	//     {

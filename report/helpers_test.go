@@ -86,6 +86,10 @@ func sampleData(tb testing.TB) *Data {
 			OriginalPrefix: "/", PathsCompared: 20, PathsMatched: 19, Score: 0.95, RequestsSaved: 41}},
 		ReplicatedPrefixes: []Mirror{{Host: "www.example.com", Prefix: "/v2/", MirrorOf: "www.example.com",
 			OriginalPrefix: "/v1/", PathsCompared: 8, PathsMatched: 8, Score: 1, RequestsSaved: 12}},
+		IrrelevantParams: []IrrelevantParam{{Host: "shop.example.net", Param: "visit", Pairs: 3, Paths: 2,
+			Examples: []ParamPair{{URL: "http://shop.example.net/a?visit=2", Other: "http://shop.example.net/a?visit=1"}}},
+			{Host: "shop.example.net", Param: "s", Pairs: 4, Paths: 3, Withdrawn: true,
+				Counter: &ParamPair{URL: "http://shop.example.net/p?s=2", Other: "http://shop.example.net/p?s=1"}}},
 		Filter: "altavista 6x14 r=2",
 		Curve:  altavistaCurve(tb, 20),
 	}

@@ -40,6 +40,18 @@ func normalized(d *Data) *Data {
 	slices.SortStableFunc(n.HostNotes, func(a, b HostNote) int {
 		return cmp.Or(strings.Compare(a.Host, b.Host), strings.Compare(a.Kind, b.Kind))
 	})
+	n.IrrelevantParams = slices.Clone(d.IrrelevantParams)
+	if n.IrrelevantParams == nil {
+		n.IrrelevantParams = []IrrelevantParam{}
+	}
+	for i := range n.IrrelevantParams {
+		if n.IrrelevantParams[i].Examples == nil {
+			n.IrrelevantParams[i].Examples = []ParamPair{}
+		}
+	}
+	slices.SortStableFunc(n.IrrelevantParams, func(a, b IrrelevantParam) int {
+		return cmp.Or(naturalCompare(a.Host, b.Host), strings.Compare(a.Param, b.Param))
+	})
 	n.Curve = slices.Clone(d.Curve)
 	if n.Curve == nil {
 		n.Curve = []CurvePoint{}

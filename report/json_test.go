@@ -80,7 +80,9 @@ func TestWriteJSONKeys(t *testing.T) {
 		obj  any
 		want []string
 	}{
-		{"top level", m, []string{"filter", "filter_curve", "host_notes", "mirrors", "pages", "replicated_prefixes", "stats"}},
+		{"top level", m, []string{"filter", "filter_curve", "host_notes", "irrelevant_params", "mirrors", "pages", "replicated_prefixes", "stats"}},
+		{"irrelevant param", m["irrelevant_params"].([]any)[0], []string{"host", "param", "pairs", "paths", "examples", "withdrawn", "counter"}},
+		{"param pair", m["irrelevant_params"].([]any)[0].(map[string]any)["counter"], []string{"url", "other"}},
 		{"stats", m["stats"], []string{"by_class", "complete", "finished", "hosts", "pages", "requests", "started"}},
 		{"by_class", m["stats"].(map[string]any)["by_class"], Classes()},
 		{"mirror", m["mirrors"].([]any)[0], []string{"host", "mirror_of", "original_prefix", "paths_compared",

@@ -105,6 +105,26 @@ type HostNote struct {
 	Detail string `json:"detail"` // e.g. "Crawl-delay 3600s capped at 30s", or the reason
 }
 
+// IrrelevantParam is a parameter the crawl found irrelevant on a host: exact duplicates
+// whose URLs differed only in its value (issue 16). From the decision on, the host's
+// URLs were canonicalized without it.
+type IrrelevantParam struct {
+	Host      string      `json:"host"`
+	Param     string      `json:"param"`     // query parameter name, or ";name" for a path parameter
+	Pairs     int         `json:"pairs"`     // pieces of evidence: duplicate pairs differing only in this parameter
+	Paths     int         `json:"paths"`     // distinct URLs (path and other parameters) among them
+	Examples  []ParamPair `json:"examples"`  // the first pairs; never null
+	Withdrawn bool        `json:"withdrawn"` // later contradicted: stripping stopped then
+	Counter   *ParamPair  `json:"counter,omitempty"`
+}
+
+// ParamPair is two URLs that differ only in one parameter: the same text (evidence),
+// or different text (counter-evidence).
+type ParamPair struct {
+	URL   string `json:"url"`
+	Other string `json:"other"`
+}
+
 // Stats are the crawl-wide counters.
 type Stats struct {
 	Pages    int            `json:"pages"`    // page records
@@ -125,13 +145,14 @@ type CurvePoint struct {
 
 // Data is everything a report shows.
 type Data struct {
-	Stats              Stats        `json:"stats"`
-	Pages              []Page       `json:"pages"`
-	Mirrors            []Mirror     `json:"mirrors"`             // never null in JSON: [] when empty
-	ReplicatedPrefixes []Mirror     `json:"replicated_prefixes"` // same-host prefix pairs; never null
-	HostNotes          []HostNote   `json:"host_notes"`          // capped Crawl-delays, hosts given up; never null
-	Filter             string       `json:"filter"`              // e.g. "altavista 6x14 r=2"
-	Curve              []CurvePoint `json:"filter_curve"`
+	Stats              Stats             `json:"stats"`
+	Pages              []Page            `json:"pages"`
+	Mirrors            []Mirror          `json:"mirrors"`             // never null in JSON: [] when empty
+	ReplicatedPrefixes []Mirror          `json:"replicated_prefixes"` // same-host prefix pairs; never null
+	HostNotes          []HostNote        `json:"host_notes"`          // capped Crawl-delays, hosts given up; never null
+	IrrelevantParams   []IrrelevantParam `json:"irrelevant_params"`   // learned per host; never null
+	Filter             string            `json:"filter"`              // e.g. "altavista 6x14 r=2"
+	Curve              []CurvePoint      `json:"filter_curve"`
 }
 
 // HostRow is the per-host summary shown in the text and HTML reports.

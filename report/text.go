@@ -41,6 +41,7 @@ func WriteText(w io.Writer, d *Data) error {
 	t.mirrors("MIRRORS", n.Mirrors)
 	t.mirrors("REPLICATED PREFIXES", n.ReplicatedPrefixes)
 	t.hostNotes(n.HostNotes)
+	t.irrelevantParams(n.IrrelevantParams)
 
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("report: write text: %w", err)
@@ -202,6 +203,29 @@ func (t *textWriter) hostNotes(notes []HostNote) {
 			continue
 		}
 		t.line("  %s  %s: %s", pad(n.Host, 24), n.Kind, truncateMiddle(n.Detail, TextWidth-2-24-2-len(n.Kind)-2))
+	}
+}
+
+func (t *textWriter) irrelevantParams(ps []IrrelevantParam) {
+	if len(ps) == 0 {
+		return
+	}
+	t.heading(fmt.Sprintf("IRRELEVANT PARAMETERS (%d)", len(ps)))
+	for _, p := range ps {
+		state := "stripped"
+		if p.Withdrawn {
+			state = "withdrawn"
+		}
+		t.line("  %s  %s: %s, %d duplicate %s on %d %s", pad(p.Host, 24), truncateMiddle(p.Param, 32), state,
+			p.Pairs, plural(p.Pairs, "pair", "pairs"), p.Paths, plural(p.Paths, "URL", "URLs"))
+		for _, e := range p.Examples {
+			t.line("      %s", truncateMiddle(e.URL, TextWidth-6))
+			t.line("        = %s", truncateMiddle(e.Other, TextWidth-10))
+		}
+		if p.Counter != nil {
+			t.line("      %s", truncateMiddle(p.Counter.URL, TextWidth-6))
+			t.line("        ≠ %s", truncateMiddle(p.Counter.Other, TextWidth-10))
+		}
 	}
 }
 
