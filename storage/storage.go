@@ -68,6 +68,8 @@ var (
 	ErrDiskFull = errors.New("no space left on device")
 )
 
+const valueLogFileSize = 64 << 20
+
 // DefaultMinFreeBytes is the free space below which the store stops writing.
 const DefaultMinFreeBytes = 64 << 20
 
@@ -107,6 +109,7 @@ type damageLog struct {
 	found      []Damage          // from Check, at Open
 	unreadable map[string]int    // kind ("page texts") -> values not returned
 	vlogWhy    map[uint64]string // value-log file id -> why a value could not be read
+	lastWhy    string            // why the last value could not be read
 }
 
 // Open opens (creating if needed) the crawl store in dir.
@@ -129,7 +132,7 @@ func Open(dir string, o Options) (*DB, error) {
 		}
 	}
 	dmg := &damageLog{unreadable: map[string]int{}, vlogWhy: map[uint64]string{}}
-	found, err := Check(dir, o.ReadOnly)
+	found, err := Check(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +167,7 @@ func Open(dir string, o Options) (*DB, error) {
 		WithBaseTableSize(1 << 20).
 		WithNumLevelZeroTables(3).
 		WithNumLevelZeroTablesStall(8).
-		WithValueLogFileSize(64 << 20).
+		WithValueLogFileSize(valueLogFileSize).
 		WithNumMemtables(3).
 		WithBlockCacheSize(32 << 20).
 		WithValueThreshold(4 << 10).
@@ -424,21 +427,26 @@ func (l *damageLog) count(kind string) {
 }
 
 // readFailed records why Badger could not read a value (from its log line).
+// Badger logs an "Unable to read" line with the error, then lines naming
+// the value pointers (Fid) of the key's versions.
 func (l *damageLog) readFailed(msg string) {
-	fid, ok := parseFid(msg)
-	if !ok {
-		return
-	}
-	why := "unreadable"
-	switch {
-	case strings.Contains(msg, "checksum mismatch"):
-		why = "checksum mismatch"
-	case strings.Contains(msg, "EOF"), strings.Contains(msg, "offset"):
-		why = "file cut short"
-	}
 	l.mu.Lock()
-	l.vlogWhy[fid] = why
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	if !strings.HasPrefix(msg, "Key: ") {
+		switch {
+		case strings.Contains(msg, "checksum mismatch"):
+			l.lastWhy = "checksum mismatch"
+		case strings.Contains(msg, "not found"):
+			l.lastWhy = "file missing"
+		case strings.Contains(msg, "EOF"), strings.Contains(msg, "offset"):
+			l.lastWhy = "file cut short"
+		default:
+			l.lastWhy = "unreadable"
+		}
+	}
+	if fid, ok := parseFid(msg); ok && l.vlogWhy[fid] == "" {
+		l.vlogWhy[fid] = l.lastWhy
+	}
 }
 
 // Damage returns what a read-only store found damaged: the files Check
