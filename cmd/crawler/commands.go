@@ -132,17 +132,20 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	if *out != "-" {
-		fmt.Fprintf(stderr, "wrote %d records to %s\n", n, *out)
-	}
-	did := fmt.Sprintf("exported what could be read: %d records", n)
+	did := fmt.Sprintf("exported what could be read: %d records to %s", n, *out)
 	switch {
 	case damaged > 0 && *format == "warc":
 		did += fmt.Sprintf("; %d pages whose raw exchange is unreadable were left out (a duplicate's as a metadata record)", damaged)
 	case damaged > 0:
 		did += fmt.Sprintf(", %d of them flagged \"damaged\": true with their text lost", damaged)
 	}
-	return damageError(*data, db, did)
+	if err := damageError(*data, db, did); err != nil {
+		return err // the one line says what was written
+	}
+	if *out != "-" {
+		fmt.Fprintf(stderr, "wrote %d records to %s\n", n, *out)
+	}
+	return nil
 }
 
 func cmdReport(args []string, stdout, stderr io.Writer) error {
