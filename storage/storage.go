@@ -187,13 +187,17 @@ func Open(dir string, o Options) (*DB, error) {
 	// 100 M URLs (about 8 GB).
 	bo.TableSizeMultiplier = 1
 	db, err := openBadger(bo)
+	if err != nil && o.ReadOnly && len(found) == 0 && strings.Contains(err.Error(), "Log truncate required") {
+		// A crash left the write-ahead log with an unfinished tail, which
+		// Badger cuts off only when it may write: the one repair made on
+		// a read (nothing committed is lost; Check found no damage).
+		logger.Info("the data dir was not closed cleanly: recovering its write-ahead log before reading", "dir", dir)
+		db, err = openBadger(bo.WithReadOnly(false))
+	}
 	if err != nil {
 		msg := err.Error()
 		if errors.Is(err, ErrDamaged) {
 			return nil, fmt.Errorf("%w: data dir %s: %s", ErrDamaged, dir, oneLine(strings.TrimPrefix(msg, ErrDamaged.Error()+": ")))
-		}
-		if o.ReadOnly && errors.Is(err, badger.ErrTruncateNeeded) {
-			return nil, fmt.Errorf("data dir %s was not closed cleanly (its write-ahead log has an unfinished tail): run 'crawler crawl --data %s' once to recover it, or read a copy: %w", dir, dir, err)
 		}
 		if strings.Contains(msg, "Cannot acquire directory lock") || strings.Contains(msg, "resource temporarily unavailable") {
 			return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
