@@ -5,6 +5,7 @@ package export
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -57,11 +58,18 @@ type Record struct {
 	Class              string   `json:"class"`
 	DuplicateOf        string   `json:"duplicate_of,omitempty"`
 	Duplicates         []Member `json:"duplicates"`
+	// Damaged marks a page whose text could not be read back from a damaged
+	// store (storage.ErrDamaged): Text is empty, the rest is as recorded.
+	Damaged bool `json:"damaged,omitempty"`
 }
 
 // JSONL writes one object per unique page (its cluster's representative:
 // the first page of the cluster that was fetched), with the URLs suppressed
 // in its favour. With All, every other page follows with its class.
+//
+// A page whose text cannot be read (storage.ErrDamaged) is still written,
+// with an empty text and "damaged": true; the caller learns how many from
+// the store (storage.DB.Damage).
 func JSONL(w io.Writer, st Store, o JSONLOptions) (int, error) {
 	members := map[string][]Member{}
 	var others []*storage.Page
@@ -92,10 +100,12 @@ func JSONL(w io.Writer, st Store, o JSONLOptions) (int, error) {
 			return nil
 		}
 		text, err := st.Text(p.ID)
-		if err != nil {
+		damaged := errors.Is(err, storage.ErrDamaged)
+		if err != nil && !damaged {
 			return fmt.Errorf("text of %s: %w", p.URL, err)
 		}
 		r := record(p, text)
+		r.Damaged = damaged
 		r.Duplicates = members[p.URL]
 		if p.FinalURL != "" && p.FinalURL != p.URL {
 			r.Duplicates = append(r.Duplicates, members[p.FinalURL]...)
@@ -111,10 +121,12 @@ func JSONL(w io.Writer, st Store, o JSONLOptions) (int, error) {
 	}
 	for _, p := range others {
 		text := ""
+		var err error
 		if p.ID != 0 {
-			text, _ = st.Text(p.ID)
+			text, err = st.Text(p.ID)
 		}
 		r := record(p, text)
+		r.Damaged = errors.Is(err, storage.ErrDamaged)
 		r.Duplicates = []Member{}
 		if err := enc.Encode(r); err != nil {
 			return n, err

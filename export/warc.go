@@ -65,6 +65,10 @@ type WARCOptions struct {
 	Rand io.Reader
 	// Uncompressed writes a plain .warc instead of one gzip member per record.
 	Uncompressed bool
+	// Damaged, when set, is called for every page whose records are left
+	// out or reduced to a metadata record because its raw exchange cannot
+	// be read back from a damaged store (storage.ErrDamaged).
+	Damaged func(p *storage.Page)
 }
 
 // WARCField is one named field of a WARC record header.
@@ -123,6 +127,11 @@ type original struct {
 // the other duplicates. Unless Uncompressed, every record is one gzip member,
 // so a reader can seek to any record's offset. It returns the number of
 // records written.
+//
+// A page whose raw exchange cannot be read back from a damaged store
+// (storage.ErrDamaged) is left out, and so is a duplicate's revisit record
+// whose own exchange cannot be read (it is then written as a metadata
+// record); the caller learns how many from the store (storage.DB.Damage).
 func WARC(w io.Writer, st WARCStore, o WARCOptions) (records int, err error) {
 	ww := newWARCWriter(w, o)
 	// Pass 1: assign the response record ids of originals, so duplicates can
@@ -255,6 +264,12 @@ func (ww *warcWriter) record(fields []WARCField, contentType string, block ...[]
 	return nil
 }
 
+func (ww *warcWriter) damaged(p *storage.Page) {
+	if ww.o.Damaged != nil {
+		ww.o.Damaged(p)
+	}
+}
+
 func (ww *warcWriter) flush() error {
 	if err := ww.bw.Flush(); err != nil {
 		return fmt.Errorf("warc: write: %w", err)
@@ -351,6 +366,13 @@ func meta(st WARCStore, name string) (string, error) {
 // capture writes the request and response records of a unique page.
 func (ww *warcWriter) capture(st WARCStore, p *storage.Page, or *original) error {
 	req, resp, err := st.Raw(p.ID)
+	if errors.Is(err, storage.ErrDamaged) {
+		ww.damaged(p) // no record beats a record whose bytes are wrong
+		if or != nil {
+			or.recordID = "" // duplicates must not refer to it
+		}
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("warc: raw exchange of %s: %w", p.URL, err)
 	}
@@ -409,6 +431,10 @@ func (ww *warcWriter) request(p *storage.Page, req []byte, reqID, concurrent str
 func (ww *warcWriter) duplicate(st WARCStore, p *storage.Page, or *original) error {
 	if p.Class == storage.ClassExact && p.HasRaw && or != nil && or.payload != "" {
 		req, resp, err := st.Raw(p.ID)
+		if errors.Is(err, storage.ErrDamaged) {
+			ww.damaged(p)
+			return ww.metadata(p, or)
+		}
 		if err != nil {
 			return fmt.Errorf("warc: raw exchange of %s: %w", p.URL, err)
 		}

@@ -153,6 +153,10 @@ type Data struct {
 	IrrelevantParams   []IrrelevantParam `json:"irrelevant_params"`   // learned per host; never null
 	Filter             string            `json:"filter"`              // e.g. "altavista 6x14 r=2"
 	Curve              []CurvePoint      `json:"filter_curve"`
+	// Damage lists the damaged files of the crawl's store and what each
+	// costs, one line each ("000001.vlog: 3 value(s) fail their checksum
+	// ..."); absent when the store is sound.
+	Damage []string `json:"damage,omitempty"`
 }
 
 // HostRow is the per-host summary shown in the text and HTML reports.

@@ -34,6 +34,7 @@ func WriteText(w io.Writer, d *Data) error {
 	bw := bufio.NewWriter(w)
 	t := &textWriter{w: bw}
 
+	t.damage(n.Damage)
 	t.summary(n)
 	t.classes(n)
 	t.hosts(Hosts(n))
@@ -47,6 +48,19 @@ func WriteText(w io.Writer, d *Data) error {
 		return fmt.Errorf("report: write text: %w", err)
 	}
 	return nil
+}
+
+// damage writes the store's damage first: the figures below leave out
+// what it lost.
+func (t *textWriter) damage(ds []string) {
+	if len(ds) == 0 {
+		return
+	}
+	t.line("STORE DAMAGED: the figures below leave out what could not be read")
+	for _, d := range ds {
+		t.line("  %s", d)
+	}
+	t.line("")
 }
 
 // textWriter writes lines to a bufio.Writer, whose error is sticky and

@@ -35,12 +35,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 
 	"github.com/horseshoe-crawler/horseshoe/frontier"
 )
@@ -70,8 +73,12 @@ const DefaultMinFreeBytes = 64 << 20
 
 // Options configures the store.
 type Options struct {
-	SyncWrites   bool  // fsync each commit
-	ReadOnly     bool  // open for export/report while no crawl runs
+	SyncWrites bool // fsync each commit
+	// ReadOnly opens for report, export and serve: nothing in the data dir
+	// is written, and a damaged store opens with what can still be read
+	// (see DB.Damage). Badger takes a shared lock, so several readers may
+	// open the store at once, but not while a crawl holds it (ErrLocked).
+	ReadOnly     bool
 	MinFreeBytes int64 // refuse to write below this much free space (0 = DefaultMinFreeBytes, <0 = no check)
 	// MaxValueSize is the largest single value a write may hold: a page's
 	// raw response or its decoded text (0 = DefaultValueLogFileSize). Badger
@@ -88,9 +95,13 @@ const (
 )
 
 // valueLogFileSize is the size of value log files that hold values of up to
-// maxValue bytes (with room for the entry's key and header).
+// maxValue bytes (with room for the entry's key and header), in whole MiB:
+// Check tells a log preallocated by a crash (twice its file size, zeros
+// after the last write) by that.
 func valueLogFileSize(maxValue int64) int64 {
-	return min(max(DefaultValueLogFileSize, maxValue+1<<20), MaxValueLogFileSize)
+	const mib = 1 << 20
+	size := (max(DefaultValueLogFileSize, maxValue+mib) + mib - 1) / mib * mib
+	return min(size, MaxValueLogFileSize/mib*mib)
 }
 
 // DB is an open crawl store. Its methods are safe for concurrent use.
@@ -106,6 +117,18 @@ type DB struct {
 	spaceErr   error
 	spaceEvery time.Duration
 	statfsFunc func(dir string) (free int64, err error)
+
+	damage *damageLog
+}
+
+// damageLog collects what a read-only store found damaged: the files Check
+// reported and the values that reads could not return.
+type damageLog struct {
+	mu         sync.Mutex
+	found      []Damage          // from Check, at Open
+	unreadable map[string]int    // kind ("page texts") -> values not returned
+	vlogWhy    map[uint64]string // value-log file id -> why a value could not be read
+	lastWhy    string            // why the last value could not be read
 }
 
 // Open opens (creating if needed) the crawl store in dir.
@@ -127,8 +150,34 @@ func Open(dir string, o Options) (*DB, error) {
 			return nil, err
 		}
 	}
+	dmg := &damageLog{unreadable: map[string]int{}, vlogWhy: map[uint64]string{}}
+	found, err := Check(dir)
+	if err != nil {
+		return nil, err
+	}
+	var fatal []Damage
+	for _, f := range found {
+		// A crawl does not resume on any damage: Badger would truncate
+		// a damaged value log at its first bad entry.
+		if f.Fatal || !o.ReadOnly {
+			fatal = append(fatal, f)
+		}
+	}
+	if len(fatal) > 0 {
+		note := "nothing was read and nothing in the data dir was changed"
+		if !o.ReadOnly {
+			note = "the crawl does not resume on it; nothing in the data dir was changed (report and export read what is left)"
+		}
+		return nil, &DamageError{Dir: dir, Damages: fatal, Note: note}
+	}
+	dmg.found = found
 	bo := badger.DefaultOptions(dir).
-		WithLogger(badgerLogger{logger.With("system", "badger")}).
+		WithLogger(badgerLogger{l: logger.With("system", "badger"), damage: dmg}).
+		// Checksums: every table block read and every value read from
+		// the value log (which Badger skips by default; an unreadable
+		// value is then logged, and returned as empty, see get).
+		WithChecksumVerificationMode(options.OnBlockRead).
+		WithVerifyValueChecksum(true).
 		WithSyncWrites(o.SyncWrites).
 		WithReadOnly(o.ReadOnly).
 		// Small tables: Badger builds them on the Go heap, so their size
@@ -156,9 +205,19 @@ func Open(dir string, o Options) (*DB, error) {
 	// (65530) is reached at about 64 GB of tables, far beyond a crawl of
 	// 100 M URLs (about 8 GB).
 	bo.TableSizeMultiplier = 1
-	db, err := badger.Open(bo)
+	db, err := openBadger(bo)
+	if err != nil && o.ReadOnly && len(found) == 0 && strings.Contains(err.Error(), "Log truncate required") {
+		// A crash left the write-ahead log with an unfinished tail, which
+		// Badger cuts off only when it may write: the one repair made on
+		// a read (nothing committed is lost; Check found no damage).
+		logger.Info("the data dir was not closed cleanly: recovering its write-ahead log before reading", "dir", dir)
+		db, err = openBadger(bo.WithReadOnly(false))
+	}
 	if err != nil {
 		msg := err.Error()
+		if errors.Is(err, ErrDamaged) {
+			return nil, fmt.Errorf("%w: data dir %s: %s", ErrDamaged, dir, oneLine(strings.TrimPrefix(msg, ErrDamaged.Error()+": ")))
+		}
 		if strings.Contains(msg, "Cannot acquire directory lock") || strings.Contains(msg, "resource temporarily unavailable") {
 			return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
 		}
@@ -168,7 +227,7 @@ func Open(dir string, o Options) (*DB, error) {
 		return nil, fmt.Errorf("cannot open data dir %s: %w", dir, err)
 	}
 	d := space
-	d.db, d.logger = db, logger
+	d.db, d.logger, d.damage = db, logger, dmg
 	if err := d.checkVersion(o.ReadOnly); err != nil {
 		db.Close()
 		return nil, err
@@ -182,6 +241,27 @@ func Open(dir string, o Options) (*DB, error) {
 	}
 	d.nextID.Store(next)
 	return d, nil
+}
+
+// openBadger opens Badger with its panics turned into errors (Check has
+// caught what would panic in Badger's own goroutines).
+func openBadger(bo badger.Options) (db *badger.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			db, err = nil, fmt.Errorf("%w: %s", ErrDamaged, oneLine(fmt.Sprint(r)))
+		}
+	}()
+	return badger.Open(bo)
+}
+
+// guard runs fn with a panic from Badger turned into an error.
+func guard(fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %s", ErrDamaged, oneLine(fmt.Sprint(r)))
+		}
+	}()
+	return fn()
 }
 
 func checkDir(dir string, readOnly bool) error {
@@ -288,18 +368,168 @@ func (d *DB) PutMeta(name string, v []byte) error {
 
 func (d *DB) get(key []byte) ([]byte, error) {
 	var out []byte
-	err := d.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(key)
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return ErrNotFound
-		}
-		if err != nil {
+	err := guard(func() error {
+		return d.db.View(func(txn *badger.Txn) error {
+			item, err := txn.Get(key)
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				return ErrNotFound
+			}
+			if err != nil {
+				return err
+			}
+			out, err = item.ValueCopy(nil)
+			if err == nil {
+				err = d.checkValue(item, out)
+			}
 			return err
-		}
-		out, err = item.ValueCopy(nil)
-		return err
+		})
 	})
 	return out, err
+}
+
+// ErrUnreadable means a record's value could not be read back (the value log
+// that holds it is damaged). It wraps ErrDamaged.
+var ErrUnreadable = fmt.Errorf("%w: value unreadable", ErrDamaged)
+
+// checkValue returns ErrUnreadable when Badger returned no bytes for a value
+// stored in the value log: Badger logs a failed value-log read (a checksum
+// mismatch, a file cut short) and returns an empty value without an error.
+func (d *DB) checkValue(item *badger.Item, v []byte) error {
+	if len(v) > 0 || item.ValueSize() <= 0 {
+		return nil
+	}
+	d.damage.count(kindOf(item.Key()))
+	return fmt.Errorf("%w: key %q", ErrUnreadable, printableKey(item.Key()))
+}
+
+func printableKey(k []byte) string {
+	if len(k) == 10 && k[1] == '/' {
+		return fmt.Sprintf("%c/%d", k[0], binary.BigEndian.Uint64(k[2:]))
+	}
+	return string(k)
+}
+
+// kindOf names the records stored under key's prefix, for damage reports.
+func kindOf(key []byte) string {
+	if len(key) < 2 || key[1] != '/' {
+		return "records"
+	}
+	switch key[0] {
+	case 't':
+		return "page texts"
+	case 'r':
+		return "raw responses"
+	case 'w':
+		return "raw requests"
+	case 'p':
+		return "page records"
+	case 'k':
+		return "skip records"
+	case 'g':
+		return "dedup signatures"
+	case 'l':
+		return "link sets"
+	case 'q':
+		return "queue entries"
+	case 'x':
+		return "mirror evidence records"
+	case 'm':
+		return "metadata records"
+	case 'd':
+		return "dependent records"
+	case 'b':
+		return "robots.txt entries"
+	}
+	return "records"
+}
+
+func (l *damageLog) count(kind string) {
+	l.mu.Lock()
+	l.unreadable[kind]++
+	l.mu.Unlock()
+}
+
+// readFailed records why Badger could not read a value (from its log line).
+// Badger logs an "Unable to read" line with the error, then lines naming
+// the value pointers (Fid) of the key's versions.
+func (l *damageLog) readFailed(msg string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !strings.HasPrefix(msg, "Key: ") {
+		switch {
+		case strings.Contains(msg, "checksum mismatch"):
+			l.lastWhy = "checksum mismatch"
+		case strings.Contains(msg, "not found"):
+			l.lastWhy = "file missing"
+		case strings.Contains(msg, "EOF"), strings.Contains(msg, "offset"):
+			l.lastWhy = "file cut short"
+		default:
+			l.lastWhy = "unreadable"
+		}
+	}
+	if fid, ok := parseFid(msg); ok && l.vlogWhy[fid] == "" {
+		l.vlogWhy[fid] = l.lastWhy
+	}
+}
+
+// Damage returns what a read-only store found damaged: the files Check
+// reported at Open, and one entry per value-log file for the values that
+// reads since then could not return. Nil when nothing was.
+func (d *DB) Damage() []Damage {
+	l := d.damage
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := append([]Damage(nil), l.found...)
+	if len(l.unreadable) == 0 {
+		return out
+	}
+	kinds := make([]string, 0, len(l.unreadable))
+	for k := range l.unreadable {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool {
+		if l.unreadable[kinds[i]] != l.unreadable[kinds[j]] {
+			return l.unreadable[kinds[i]] > l.unreadable[kinds[j]]
+		}
+		return kinds[i] < kinds[j]
+	})
+	var counts []string
+	for _, k := range kinds {
+		counts = append(counts, fmt.Sprintf("%d %s", l.unreadable[k], k))
+	}
+	fids := make([]uint64, 0, len(l.vlogWhy))
+	for f := range l.vlogWhy {
+		fids = append(fids, f)
+	}
+	sort.Slice(fids, func(i, j int) bool { return fids[i] < fids[j] })
+	var files, whys []string
+	for _, f := range fids {
+		files = append(files, vlogName(f))
+		if !slices.Contains(whys, l.vlogWhy[f]) {
+			whys = append(whys, l.vlogWhy[f])
+		}
+	}
+	file := "value log"
+	if len(files) > 0 {
+		file = "value log " + strings.Join(files, ", ")
+	}
+	what := strings.Join(counts, ", ") + " unreadable"
+	if len(whys) > 0 {
+		what += " (" + strings.Join(whys, ", ") + ")"
+	}
+	return append(out, Damage{File: file, What: what})
+}
+
+// Unreadable returns how many values of each kind ("page texts", "raw
+// responses", ...) reads could not return since Open.
+func (d *DB) Unreadable() map[string]int {
+	d.damage.mu.Lock()
+	defer d.damage.mu.Unlock()
+	out := make(map[string]int, len(d.damage.unreadable))
+	for k, v := range d.damage.unreadable {
+		out[k] = v
+	}
+	return out
 }
 
 func metaKey(name string) []byte { return []byte("m/" + name) }
@@ -771,17 +1001,31 @@ func (d *DB) ForEachEvidence(kind string, fn func(key string, v []byte) error) e
 	return d.scan(prefix, func(k, v []byte) error { return fn(string(k[len(prefix):]), v) })
 }
 
+// scan calls fn for every record under prefix. A record whose value cannot
+// be read is skipped and counted (see Damage). Values are read on this
+// goroutine, not prefetched by Badger's, so a panic over damaged data is
+// recovered here.
 func (d *DB) scan(prefix []byte, fn func(k, v []byte) error) error {
-	return d.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 64})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			item := it.Item()
-			if err := item.Value(func(v []byte) error { return fn(item.Key(), v) }); err != nil {
-				return err
+	return guard(func() error {
+		return d.db.View(func(txn *badger.Txn) error {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+			defer it.Close()
+			for it.Rewind(); it.Valid(); it.Next() {
+				item := it.Item()
+				var unreadable bool
+				err := item.Value(func(v []byte) error {
+					if d.checkValue(item, v) != nil {
+						unreadable = true
+						return nil
+					}
+					return fn(item.Key(), v)
+				})
+				if err != nil && !unreadable {
+					return err
+				}
 			}
-		}
-		return nil
+			return nil
+		})
 	})
 }
 
@@ -869,9 +1113,22 @@ func (d *DB) PutRobots(host string, entry []byte) error {
 
 // ---- Badger logger adapter ----
 
-type badgerLogger struct{ l *slog.Logger }
+type badgerLogger struct {
+	l      *slog.Logger
+	damage *damageLog
+}
 
-func (b badgerLogger) Errorf(f string, a ...any)   { b.l.Error(strings.TrimSpace(fmt.Sprintf(f, a...))) }
+func (b badgerLogger) Errorf(f string, a ...any) {
+	msg := strings.TrimSpace(fmt.Sprintf(f, a...))
+	if strings.HasPrefix(msg, "Unable to read") || strings.HasPrefix(msg, "Invalid read") || strings.HasPrefix(msg, "Key: ") {
+		// A value Badger could not read: counted by the caller (see
+		// checkValue); logged at debug level, the damage is reported once.
+		b.damage.readFailed(msg)
+		b.l.Debug(msg)
+		return
+	}
+	b.l.Error(msg)
+}
 func (b badgerLogger) Warningf(f string, a ...any) { b.l.Warn(strings.TrimSpace(fmt.Sprintf(f, a...))) }
 func (b badgerLogger) Infof(f string, a ...any)    { b.l.Debug(strings.TrimSpace(fmt.Sprintf(f, a...))) }
 func (b badgerLogger) Debugf(f string, a ...any)   { b.l.Debug(strings.TrimSpace(fmt.Sprintf(f, a...))) }

@@ -47,7 +47,9 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// openExisting opens a finished or stopped crawl's store.
+// openExisting opens a finished or stopped crawl's store read-only: report,
+// export and serve change nothing in the data dir (they work on read-only
+// media), and a damaged store opens with what can still be read.
 func openExisting(dir string) (*storage.DB, error) {
 	if dir == "" {
 		return nil, usagef("--data is required")
@@ -57,7 +59,25 @@ func openExisting(dir string) (*storage.DB, error) {
 	}
 	// Reading needs no free space: no guard (a crawl stopped for lack of
 	// space must still be reportable).
-	return storage.Open(dir, storage.Options{MinFreeBytes: -1})
+	return storage.Open(dir, storage.Options{ReadOnly: true, MinFreeBytes: -1})
+}
+
+// damageError returns the one-line error for what db found damaged (nil when
+// nothing was), with did saying what the command wrote all the same.
+func damageError(dir string, db *storage.DB, did string) error {
+	ds := db.Damage()
+	if len(ds) == 0 {
+		return nil
+	}
+	return &storage.DamageError{Dir: dir, Damages: ds, Note: did}
+}
+
+func damageLines(db *storage.DB) []string {
+	var out []string
+	for _, d := range db.Damage() {
+		out = append(out, d.File+": "+d.What)
+	}
+	return out
 }
 
 // output opens path for writing ("-" or "" is stdout).
@@ -99,17 +119,28 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var n int
+	var n, damaged int
 	if *format == "warc" {
-		n, err = exportWARC(db, w, *includeDups)
+		n, err = exportWARC(db, w, *includeDups, func(*storage.Page) { damaged++ })
 	} else {
 		n, err = export.JSONL(w, db, export.JSONLOptions{All: *all})
+		damaged = db.Unreadable()["page texts"]
 	}
 	if cerr := closeOut(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
+	}
+	did := fmt.Sprintf("exported what could be read: %d records to %s", n, *out)
+	switch {
+	case damaged > 0 && *format == "warc":
+		did += fmt.Sprintf("; %d pages whose raw exchange is unreadable were left out (a duplicate's as a metadata record)", damaged)
+	case damaged > 0:
+		did += fmt.Sprintf(", %d of them flagged \"damaged\": true with their text lost", damaged)
+	}
+	if err := damageError(*data, db, did); err != nil {
+		return err // the one line says what was written
 	}
 	if *out != "-" {
 		fmt.Fprintf(stderr, "wrote %d records to %s\n", n, *out)
@@ -146,7 +177,10 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	return writeReport(db, cfg, write, *out, stdout)
+	if err := writeReport(db, cfg, write, *out, stdout); err != nil {
+		return err
+	}
+	return damageError(*data, db, "the report shows what could be read")
 }
 
 func writeReport(db *storage.DB, cfg configs.Config, write func(io.Writer, *report.Data) error, out string, stdout io.Writer) error {
@@ -158,6 +192,7 @@ func writeReport(db *storage.DB, cfg configs.Config, write func(io.Writer, *repo
 	if err != nil {
 		return fmt.Errorf("cannot read crawl: %w", err)
 	}
+	d.Damage = damageLines(db)
 	w, closeOut, err := output(out, stdout)
 	if err != nil {
 		return err

@@ -37,6 +37,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger := newLogger(stderr, false)
+	if err := damageError(*data, db, "serving what can be read"); err != nil {
+		logger.Warn(err.Error())
+	}
 	srv, err := startServe(*addr, db, cfg, nil, logger)
 	if err != nil {
 		return err

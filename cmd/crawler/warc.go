@@ -18,7 +18,7 @@ import (
 // the effective configuration when the crawl stored it (metadata "config",
 // YAML), the storage schema, the request count and whether the crawl ran to
 // completion.
-func exportWARC(db *storage.DB, w io.Writer, includeDuplicates bool) (int, error) {
+func exportWARC(db *storage.DB, w io.Writer, includeDuplicates bool, damaged func(*storage.Page)) (int, error) {
 	settings, err := warcSettings(db)
 	if err != nil {
 		return 0, err
@@ -27,6 +27,7 @@ func exportWARC(db *storage.DB, w io.Writer, includeDuplicates bool) (int, error
 		IncludeDuplicates: includeDuplicates,
 		Software:          "Horseshoe/" + version,
 		Settings:          settings,
+		Damaged:           damaged,
 	})
 	if err != nil {
 		return n, fmt.Errorf("warc export: %w", err)

@@ -83,7 +83,7 @@ func TestExportWARC(t *testing.T) {
 				t.Fatal(err)
 			}
 			var buf bytes.Buffer
-			n, err := exportWARC(db, &buf, tc.dups)
+			n, err := exportWARC(db, &buf, tc.dups, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +129,7 @@ func TestCorpusWARCExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := exportWARC(db, f, true)
+	n, err := exportWARC(db, f, true, nil)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
