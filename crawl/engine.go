@@ -58,6 +58,7 @@ type Detector interface {
 type Options struct {
 	Workers            int
 	MaxDepth           int
+	MaxRedirects       int // redirect hops followed per chain (fetch.max_redirects; 0 follows none)
 	Scope              *frontier.Scope
 	Trap               frontier.TrapOptions
 	FollowNofollow     bool
@@ -675,17 +676,12 @@ func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res 
 			}
 		}
 		if res != nil && p.Status >= 300 && p.Status < 400 {
-			if loc := res.Header.Get("Location"); loc != "" {
-				base, _ := url.Parse(it.URL)
-				if cu, err := frontier.Canonicalize(loc, base); err == nil {
-					item, ok, err := e.follow(tx, cu, it.Depth+1, it.URL)
-					if err != nil {
-						return err
-					}
-					if ok {
-						pushed = append(pushed, item)
-					}
-				}
+			item, ok, err := e.redirect(tx, it, p, res.Header.Get("Location"))
+			if err != nil {
+				return err
+			}
+			if ok {
+				pushed = append(pushed, item)
 			}
 		}
 		// A URL whose fetch failed cannot stand in for the copies that were
@@ -891,7 +887,7 @@ func (e *Engine) links(tx *storage.Tx, p *storage.Page, links []string) ([]front
 		var err error
 		if verify {
 			if p.Depth+1 <= e.o.MaxDepth && e.inScope(cu) {
-				item, ok, err = e.enqueueItem(tx, cu, p.Depth+1, p.URL, true)
+				item, ok, err = e.enqueueItem(tx, cu, p.Depth+1, p.URL, true, 0)
 			}
 		} else {
 			item, ok, err = e.follow(tx, cu, p.Depth+1, p.URL)
@@ -931,25 +927,54 @@ func (e *Engine) inScope(cu string) bool {
 // follow queues cu if it is in scope, not a trap and not seen.
 func (e *Engine) follow(tx *storage.Tx, cu string, depth int, via string) (frontier.Item, bool, error) {
 	cu = e.params.Canonical(cu)
-	// max_depth bounds every hop, redirects included, so endless redirect
-	// chains end too.
 	if depth > e.o.MaxDepth || !e.inScope(cu) {
 		return frontier.Item{}, false, nil
 	}
 	return e.enqueue(tx, cu, depth, via)
 }
 
-// enqueue marks cu seen and writes its queue entry, unless it was seen.
-func (e *Engine) enqueue(tx *storage.Tx, cu string, depth int, via string) (frontier.Item, bool, error) {
-	return e.enqueueItem(tx, cu, depth, via, false)
+// redirect queues the target of a 3xx response p (of item it) as the next hop
+// of its chain. The target stands for the URL that was linked, so it keeps
+// that URL's depth (as Heritrix, which does not count redirect hops against
+// max-hops); fetch.max_redirects bounds the chain instead: a redirect past it
+// is not followed, and p is recorded as an error of class "redirect" naming
+// the chain's length and the target it refused.
+func (e *Engine) redirect(tx *storage.Tx, it *frontier.Item, p *storage.Page, location string) (frontier.Item, bool, error) {
+	if location == "" {
+		return frontier.Item{}, false, nil
+	}
+	base, _ := url.Parse(it.URL)
+	cu, err := frontier.Canonicalize(location, base)
+	if err != nil {
+		return frontier.Item{}, false, nil
+	}
+	if it.Hops >= e.o.MaxRedirects {
+		p.Class, p.ErrorClass = storage.ClassError, fetch.ClassRedirect
+		p.Error = fmt.Sprintf("too many redirects: %d followed (fetch.max_redirects %d), not following HTTP %d to %s",
+			it.Hops, e.o.MaxRedirects, p.Status, cu)
+		return frontier.Item{}, false, nil
+	}
+	cu = e.params.Canonical(cu)
+	if it.Depth > e.o.MaxDepth || !e.inScope(cu) {
+		return frontier.Item{}, false, nil
+	}
+	item, ok, err := e.enqueueItem(tx, cu, it.Depth, it.URL, false, it.Hops+1)
+	return item, ok, err
 }
 
-func (e *Engine) enqueueItem(tx *storage.Tx, cu string, depth int, via string, verify bool) (frontier.Item, bool, error) {
+// enqueue marks cu seen and writes its queue entry, unless it was seen.
+func (e *Engine) enqueue(tx *storage.Tx, cu string, depth int, via string) (frontier.Item, bool, error) {
+	return e.enqueueItem(tx, cu, depth, via, false, 0)
+}
+
+// enqueueItem queues cu unless it was seen; hops is the number of redirects
+// followed to reach it.
+func (e *Engine) enqueueItem(tx *storage.Tx, cu string, depth int, via string, verify bool, hops int) (frontier.Item, bool, error) {
 	if _, seen, err := tx.SeenID(cu); err != nil || seen {
 		return frontier.Item{}, false, err
 	}
 	host := frontier.HostKey(cu)
-	it := frontier.Item{ID: tx.NewID(), URL: cu, Depth: depth, Via: via, Host: host, Seq: e.fr.Assign(host), Verify: verify}
+	it := frontier.Item{ID: tx.NewID(), URL: cu, Depth: depth, Via: via, Host: host, Seq: e.fr.Assign(host), Verify: verify, Hops: hops}
 	if err := tx.MarkSeen(cu, it.ID); err != nil {
 		return it, false, err
 	}

@@ -388,6 +388,7 @@ func runCrawl(tb testing.TB, cfg crawlConfig, seeds ...string) crawlResult {
 	eng := crawl.New(crawl.Options{
 		Workers:            cfg.Workers,
 		MaxDepth:           10,
+		MaxRedirects:       10,
 		Scope:              scope,
 		Trap:               frontier.DefaultTrapOptions(),
 		FollowNofollow:     cfg.FollowNofollow,

@@ -109,9 +109,10 @@ func runEngine(tb testing.TB, cfg configs.Config, dataDir string, seeds []string
 		tb.Fatal(err)
 	}
 	eng := crawl.New(crawl.Options{
-		Workers:  cfg.Crawl.Workers,
-		MaxDepth: cfg.Crawl.MaxDepth,
-		Scope:    scope,
+		Workers:      cfg.Crawl.Workers,
+		MaxDepth:     cfg.Crawl.MaxDepth,
+		MaxRedirects: cfg.Fetch.MaxRedirects,
+		Scope:        scope,
 		Trap: frontier.TrapOptions{
 			MaxURLLength:       cfg.URLs.MaxLength,
 			MaxPathDepth:       cfg.URLs.MaxPathDepth,
@@ -420,13 +421,19 @@ func TestHostileServers(t *testing.T) {
 		t.Errorf("/burst-5xx requested %d times, want 3 bursts of 503 and one success", n)
 	}
 
-	// Traps: the calendar and the redirect chain stop at max_depth.
+	// Traps: the calendar stops at max_depth, redirect chains at
+	// fetch.max_redirects (the first request and max_redirects hops; both
+	// chains are longer than that).
 	if n, bound := hs.Handler().Hits("/calendar/"), 2*cfg.Crawl.MaxDepth; n > bound {
 		t.Errorf("calendar trap: %d requests, want at most %d (2 x max_depth)", n, bound)
 	}
 	for _, prefix := range []string{"/chain/", "/redirect-forever/"} {
-		if n := hs.Handler().Hits(prefix); n > cfg.Crawl.MaxDepth {
-			t.Errorf("redirect chain %s: %d requests, want at most max_depth %d", prefix, n, cfg.Crawl.MaxDepth)
+		if n := hs.Handler().Hits(prefix); n != cfg.Fetch.MaxRedirects+1 {
+			t.Errorf("redirect chain %s: %d requests, want max_redirects+1 = %d", prefix, n, cfg.Fetch.MaxRedirects+1)
+		}
+		last := fmt.Sprintf("%s%s%d", hs.URL, prefix, cfg.Fetch.MaxRedirects+1)
+		if p := c.pages[last]; p == nil || p.ErrorClass != fetch.ClassRedirect {
+			t.Errorf("redirect chain %s: the hop past max_redirects (%s) is recorded as %+v, want error class %q", prefix, last, p, fetch.ClassRedirect)
 		}
 	}
 

@@ -30,6 +30,9 @@ type Item struct {
 	Host  string `json:"-"`               // HostKey(URL)
 	Seq   uint64 `json:"-"`               // position in the host's queue
 	Tries int    `json:"tries,omitempty"` // earlier attempts that ended in back-off
+	// Hops counts the redirects followed to reach this URL from the link or
+	// seed that started its chain (fetch.max_redirects bounds it).
+	Hops int `json:"hops,omitempty"`
 	// Verify marks a URL picked for a mirror decision's verification
 	// stream: it is fetched although it could be skipped as a copy.
 	Verify bool `json:"verify,omitempty"`

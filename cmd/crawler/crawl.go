@@ -342,6 +342,7 @@ func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []s
 	eng := crawl.New(crawl.Options{
 		Workers:            cfg.Crawl.Workers,
 		MaxDepth:           cfg.Crawl.MaxDepth,
+		MaxRedirects:       cfg.Fetch.MaxRedirects,
 		Scope:              scope,
 		Trap:               crawl.TrapOptions(cfg.URLs),
 		FollowNofollow:     cfg.Crawl.FollowNofollow,

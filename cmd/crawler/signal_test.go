@@ -160,10 +160,12 @@ func TestInterruptStopsCleanlyAndResumes(t *testing.T) {
 	}
 }
 
-// TestSecondInterruptWithFetchInFlight: the second Ctrl-C stops at once even
-// while a fetch is in flight on a host whose URLs are ready again the moment
-// the cancelled request is requeued (a worker used to lease, cancel and
-// requeue the same URL forever). The first Ctrl-C leases nothing new.
+// TestSecondInterruptWithFetchInFlight: the second Ctrl-C (or SIGTERM) stops
+// at once even while a request is in flight on a host whose URLs are ready
+// again the moment the cancelled request is requeued (a worker used to lease,
+// cancel and requeue the same URL forever): a page that drips one byte at a
+// time, and a robots.txt that never answers. The first signal leases nothing
+// new.
 func TestSecondInterruptWithFetchInFlight(t *testing.T) {
 	bin := buildSignalCrawler(t)
 	hs, err := hostile.Start(hostile.Options{Addr: "127.0.0.91:0", RobotsAddr: "127.0.0.92:0", DripInterval: 500 * time.Millisecond})
@@ -171,41 +173,56 @@ func TestSecondInterruptWithFetchInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer hs.Close()
-	data := filepath.Join(t.TempDir(), "data")
-	cmd := exec.Command(bin, "crawl", "--data", data, "--delay", "0", "--quiet", "--workers", "4",
-		hs.URL+"/slow-drip", hs.URL+"/endless", hs.URL+"/huge-length-hang")
-	var errOut bytes.Buffer
-	cmd.Stderr = &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	// Wait until the slow page is being served, then interrupt twice.
-	deadline := time.Now().Add(10 * time.Second)
-	for hs.Handler().Hits("/slow-drip") == 0 {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("the slow page was never requested: %s", errOut.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	cmd.Process.Signal(os.Interrupt)
-	time.Sleep(300 * time.Millisecond)
-	before := len(hs.Handler().Paths())
-	cmd.Process.Signal(os.Interrupt)
-	start := time.Now()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("the second Ctrl-C did not stop the crawl within 5s: %s", errOut.String())
-	}
-	t.Logf("exited %s after the second Ctrl-C", time.Since(start).Round(time.Millisecond))
-	if after := len(hs.Handler().Paths()); after != before {
-		t.Errorf("paths requested after the first Ctrl-C: %d -> %d", before, after)
-	}
-	if err := run(context.Background(), []string{"report", "--data", data, "--format", "json", "--out", filepath.Join(t.TempDir(), "r.json")}, io.Discard, io.Discard); err != nil {
-		t.Fatalf("store after two interrupts does not open: %v", err)
+	for _, tc := range []struct {
+		name     string
+		sig      os.Signal
+		seeds    []string
+		requests func() int // requests of the kind to interrupt, so far
+	}{
+		{"page/SIGINT", os.Interrupt, []string{hs.URL + "/slow-drip", hs.URL + "/endless", hs.URL + "/huge-length-hang"},
+			func() int { return hs.Handler().Hits("/slow-drip") }},
+		{"page/SIGTERM", syscall.SIGTERM, []string{hs.URL + "/slow-drip", hs.URL + "/huge-length-hang"},
+			func() int { return hs.Handler().Hits("/slow-drip") }},
+		{"robots.txt/SIGINT", os.Interrupt, []string{hs.RobotsURL + "/", hs.RobotsURL + "/a"},
+			func() int { return hs.RobotsHits("/robots.txt") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := tc.requests()
+			data := filepath.Join(t.TempDir(), "data")
+			cmd := exec.Command(bin, append([]string{"crawl", "--data", data, "--delay", "0", "--quiet", "--workers", "4"}, tc.seeds...)...)
+			var errOut bytes.Buffer
+			cmd.Stderr = &errOut
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			deadline := time.Now().Add(10 * time.Second)
+			for tc.requests() == base {
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					t.Fatalf("the slow request was never made: %s", errOut.String())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			cmd.Process.Signal(tc.sig)
+			time.Sleep(300 * time.Millisecond)
+			before := len(hs.Handler().Paths())
+			cmd.Process.Signal(tc.sig)
+			start := time.Now()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("the second signal did not stop the crawl within 5s: %s", errOut.String())
+			}
+			t.Logf("exited %s after the second signal", time.Since(start).Round(time.Millisecond))
+			if after := len(hs.Handler().Paths()); after != before {
+				t.Errorf("paths requested after the first signal: %d -> %d", before, after)
+			}
+			if err := run(context.Background(), []string{"report", "--data", data, "--format", "json", "--out", filepath.Join(t.TempDir(), "r.json")}, io.Discard, io.Discard); err != nil {
+				t.Fatalf("store after two signals does not open: %v", err)
+			}
+		})
 	}
 }
