@@ -13,6 +13,8 @@ import (
 func FuzzCanonicalize(f *testing.F) {
 	seeds := []string{
 		"HTTP://Example.COM:80/a/./b/../c#x",
+		"http://h/a/..;jsessionid=1/b",
+		"http://h/x/%2E.;JSESSIONID=z/y?sid=0123456789abcdef0",
 		"http://h/a b",
 		"http://example.com/%7e?%7e",
 		"http://Bücher.example/ünï?q=ä#f",

@@ -402,5 +402,13 @@ func (l *ParamLearner) Canonical(u string) string {
 	if query != "" {
 		out += "?" + query
 	}
+	if hasDotSegment(path) {
+		// A dropped path parameter left a dot segment: resolve it as the
+		// server will, so the seen-set, the scope and robots.txt see the
+		// path that is fetched.
+		if c, err := Canonicalize(out, nil); err == nil {
+			return c
+		}
+	}
 	return out
 }

@@ -274,6 +274,19 @@ func TestParamLearnerRestore(t *testing.T) {
 	if got := l.Canonical("http://h/a?page=2&visit=9&old=1"); got != "http://h/a?page=2&old=1" {
 		t.Errorf("Canonical after Restore = %q", got)
 	}
+	// A dropped path parameter that leaves a dot segment is resolved, and
+	// Canonical stays idempotent.
+	l.Restore([]ParamRule{{Host: "h", Param: ";v", Decided: true, Pairs: 3, Paths: 2}})
+	for in, want := range map[string]string{
+		"http://h/a/..;v=1/b":       "http://h/b",
+		"http://h/a/%2E%2E;v=7/b?x": "http://h/b?x",
+		"http://h/a/.;v=1/b":        "http://h/a/b",
+	} {
+		got := l.Canonical(in)
+		if got != want || l.Canonical(got) != got {
+			t.Errorf("Canonical(%q) = %q (again: %q), want %q", in, got, l.Canonical(got), want)
+		}
+	}
 	// A blocked rule stays blocked whatever the evidence.
 	for i := range 6 {
 		l.Observe(fmt.Sprintf("http://h/%c?page=%d", 'a'+i%2, i), 1)

@@ -33,6 +33,13 @@ func TestCanonicalizeStripsSessionParams(t *testing.T) {
 		{"both forms", "http://h/a;jsessionid=1?JSESSIONID=1&q=x", "http://h/a?q=x"},
 		{"empty pieces kept when nothing stripped", "http://h/a?x=1&&y=2", "http://h/a?x=1&&y=2"},
 		{"order kept", "http://h/a?z=1&phpsessid=2&a=3", "http://h/a?z=1&a=3"},
+		// A stripped parameter can leave a dot segment, which is resolved
+		// as the server resolves it (the canonical form stays idempotent,
+		// and scope and robots.txt see the path that is fetched).
+		{"dot-dot left by a stripped param", "http://h/a/..;jsessionid=1/b", "http://h/b"},
+		{"dot left by a stripped param", "http://h/a/.;jsessionid=1/b", "http://h/a/b"},
+		{"encoded dot-dot left by a stripped param", "http://h/allowed/%2e%2e;jsessionid=x/secret", "http://h/secret"},
+		{"dot-dot with a query", "http://h/a/b/..;JSESSIONID=1?q=1", "http://h/a/?q=1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

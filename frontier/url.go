@@ -106,7 +106,34 @@ func canonicalizeParsed(u *whatwgurl.URL, raw string) (string, error) {
 		sb.WriteByte('?')
 		sb.WriteString(query)
 	}
+	if hasDotSegment(path) {
+		// A stripped path parameter left a dot segment ("/a/..;jsessionid=1/b"
+		// is "/a/../b" without it): resolve it as the server will, once more
+		// through the parser (the second pass strips nothing).
+		return resolveDots(sb.String(), raw)
+	}
 	return sb.String(), nil
+}
+
+// resolveDots canonicalizes u, a canonical URL but for dot segments, again.
+func resolveDots(u, raw string) (string, error) {
+	p, err := whatwgParse(u, "")
+	if err != nil {
+		return "", err
+	}
+	return canonicalizeParsed(p, raw)
+}
+
+// hasDotSegment reports whether path has a segment that URL parsing resolves
+// away: ".", "..", or a percent-encoded form of them.
+func hasDotSegment(path string) bool {
+	for seg := range strings.SplitSeq(path, "/") {
+		switch strings.ToLower(seg) {
+		case ".", "..", "%2e", ".%2e", "%2e.", "%2e%2e":
+			return true
+		}
+	}
+	return false
 }
 
 // canonPercent returns s with normalized percent-encoding (canonWritePercent).
