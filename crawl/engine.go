@@ -320,7 +320,7 @@ func (e *Engine) progress(ctx context.Context) {
 // handle processes one leased item to the end of its lease.
 func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
 	defer e.fr.Finish(it)
-	u, err := url.Parse(it.URL)
+	u, err := url.Parse(it.Target())
 	if err != nil {
 		e.fr.Release(it, frontier.Outcome{})
 		e.commit(it, &storage.Page{Class: storage.ClassError, Error: err.Error(), ErrorClass: "url"}, nil, nil)
@@ -371,7 +371,7 @@ func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
 	}
 
 	start := time.Now()
-	res, ferr := e.f.Fetch(ctx, it.URL)
+	res, ferr := e.f.Fetch(ctx, it.Target())
 	e.requests.Add(1)
 	out := frontier.Outcome{Requested: true, ResponseTime: time.Since(start)}
 	if res != nil {
@@ -603,6 +603,9 @@ func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res 
 		return
 	}
 	p.ID, p.URL, p.Host, p.Depth, p.Via = it.ID, it.URL, it.Host, it.Depth, it.Via
+	if it.FetchURL != "" && p.FinalURL == "" {
+		p.FinalURL = it.FetchURL // the URL that served the page
+	}
 	p.Verify = it.Verify
 	if p.FetchedAt.IsZero() {
 		p.FetchedAt = time.Now().UTC()
@@ -698,7 +701,10 @@ func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res 
 				}
 				pushed = append(pushed, items...)
 			}
-			deps, err := tx.TakeDependents(it.URL)
+			// Each dependent is queued before its record goes: a crash
+			// between two parts of this transaction (storage.Update) then
+			// leaves it queued twice at worst, never lost.
+			deps, err := tx.Dependents(it.URL)
 			if err != nil {
 				return err
 			}
@@ -709,6 +715,9 @@ func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res 
 				}
 				if ok {
 					pushed = append(pushed, item)
+				}
+				if err := tx.DeleteDependent(it.URL, d); err != nil {
+					return err
 				}
 			}
 		}
@@ -910,11 +919,15 @@ func (e *Engine) skip(tx *storage.Tx, link, counterpart string, cpID uint64, via
 		Class: storage.ClassMirrorSkipped, DuplicateOf: counterpart, OriginalID: cpID,
 		Method: "mirror", Similarity: sim, FetchedAt: time.Now().UTC(),
 	}
-	if err := tx.PutSkipped(rec); err != nil {
+	// The dependent first: a crash between two parts of the transaction
+	// then leaves a dependent without its skip record (queued if the
+	// counterpart fails, as it should be), never a skipped URL that nothing
+	// would queue again.
+	if err := tx.AddDependent(counterpart, storage.Dependent{ID: cpID, URL: link, Depth: via.Depth + 1, Via: via.URL}); err != nil {
 		return err
 	}
 	e.txSkipped++
-	return tx.AddDependent(counterpart, storage.Dependent{ID: cpID, URL: link, Depth: via.Depth + 1, Via: via.URL})
+	return tx.PutSkipped(rec)
 }
 
 func (e *Engine) inScope(cu string) bool {
@@ -943,7 +956,7 @@ func (e *Engine) redirect(tx *storage.Tx, it *frontier.Item, p *storage.Page, lo
 	if location == "" {
 		return frontier.Item{}, false, nil
 	}
-	base, _ := url.Parse(it.URL)
+	base, _ := url.Parse(it.Target()) // Location is relative to the URL requested
 	cu, err := frontier.Canonicalize(location, base)
 	if err != nil {
 		return frontier.Item{}, false, nil
@@ -957,6 +970,29 @@ func (e *Engine) redirect(tx *storage.Tx, it *frontier.Item, p *storage.Page, lo
 	cu = e.params.Canonical(cu)
 	if it.Depth > e.o.MaxDepth || !e.inScope(cu) {
 		return frontier.Item{}, false, nil
+	}
+	if cu == it.URL {
+		// The server redirects the URL to itself but for session
+		// parameters (/ to /;jsessionid=R): it serves the page only under
+		// them. Request the same item once more at the URL as written; the
+		// seen-set keeps the canonical form. A server that redirects that
+		// one too (a fresh id each time, no cookies kept) is recorded.
+		written, err := url.Parse(location)
+		if err != nil {
+			return frontier.Item{}, false, nil
+		}
+		target := base.ResolveReference(written).String()
+		if target == it.Target() {
+			return frontier.Item{}, false, nil // redirects to itself: the seen-set ends it
+		}
+		if it.FetchURL != "" {
+			p.Class, p.ErrorClass = storage.ClassError, fetch.ClassRedirect
+			p.Error = fmt.Sprintf("redirect loop: HTTP %d to %s, the same page but for session parameters", p.Status, location)
+			return frontier.Item{}, false, nil
+		}
+		item := frontier.Item{ID: it.ID, URL: it.URL, FetchURL: target, Depth: it.Depth, Via: it.Via,
+			Host: it.Host, Seq: e.fr.Assign(it.Host), Verify: it.Verify, Hops: it.Hops + 1}
+		return item, true, tx.PutQueue(item)
 	}
 	item, ok, err := e.enqueueItem(tx, cu, it.Depth, it.URL, false, it.Hops+1)
 	return item, ok, err

@@ -450,13 +450,15 @@ func (e *Engine) requeueDependent(tx *storage.Tx, d storage.Dependent) (frontier
 		return frontier.Item{}, false, nil // fetched or queued again meanwhile
 	}
 	// Drop the skip record with the new queue entry, so that a second
-	// reason to requeue (a withdrawn decision) cannot queue it twice.
-	if err := tx.DeletePage(d.ID); err != nil {
-		return frontier.Item{}, false, err
-	}
+	// reason to requeue (a withdrawn decision) cannot queue it twice. The
+	// entry is written first: a crash between two parts of the transaction
+	// then leaves both, never neither.
 	host := frontier.HostKey(d.URL)
 	it := frontier.Item{ID: d.ID, URL: d.URL, Depth: d.Depth, Via: d.Via, Host: host, Seq: e.fr.Assign(host)}
-	return it, true, tx.PutQueue(it)
+	if err := tx.PutQueue(it); err != nil {
+		return frontier.Item{}, false, err
+	}
+	return it, true, tx.DeletePage(d.ID)
 }
 
 // requeueSkipped queues again every URL skipped under a withdrawn decision.

@@ -127,3 +127,44 @@ func reportParams(tb testing.TB, dataDir string) []report.IrrelevantParam {
 	}
 	return d.IrrelevantParams
 }
+
+// TestSessionRedirects: a site that serves its pages only under a path session
+// id (it redirects "/a" to "/a;jsessionid=R") is crawled: the redirect target
+// canonicalizes back to the URL that redirected, so it is requested once more
+// as written, and every page is kept at two requests a page. A site that
+// redirects the session URL too, forever, costs a bounded number of requests
+// and records the loop.
+func TestSessionRedirects(t *testing.T) {
+	pages := []string{"/", "/a", "/b", "/c"}
+	for i, insist := range []bool{false, true} {
+		t.Run(fmt.Sprint("insist=", insist), func(t *testing.T) {
+			shop := &hostile.SessionRedirector{Pages: pages, Insist: insist}
+			srv := startServer(t, fmt.Sprintf("127.0.0.%d", 171+i), shop, &hitLog{})
+			cfg := configs.Default()
+			cfg.Crawl.MaxDepth = 20
+			cfg.Politeness.Delay = 0
+			base := srv.Base(srv.IP)
+			c := runEngine(t, cfg, filepath.Join(t.TempDir(), "data"), []string{base + "/"}, 30*time.Second)
+			if !insist {
+				for _, p := range pages {
+					rec := c.pages[base+p]
+					if rec == nil || rec.Class != storage.ClassUnique || !strings.HasPrefix(rec.Title, "Session shop") ||
+						!strings.Contains(strings.ToLower(rec.FinalURL), ";jsessionid=") {
+						t.Errorf("%s: %+v, want a unique page served under its session id", p, rec)
+					}
+				}
+				if n, bound := shop.Hits(), 1+2*len(pages); n > bound {
+					t.Errorf("%d requests, want at most %d (robots.txt and two a page)", n, bound)
+				}
+				return
+			}
+			rec := c.pages[base+"/"]
+			if rec == nil || rec.Class != storage.ClassError || rec.ErrorClass != "redirect" || !strings.Contains(rec.Error, "redirect loop") {
+				t.Errorf("insisting site: / recorded as %+v, want a redirect-loop error", rec)
+			}
+			if n := shop.Hits(); n > 3 {
+				t.Errorf("insisting site: %d requests, want at most 3 (robots.txt, /, once more as written)", n)
+			}
+		})
+	}
+}

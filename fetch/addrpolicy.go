@@ -84,13 +84,34 @@ var metadataAddrs = []netip.Addr{
 	netip.MustParseAddr("168.63.129.16"),   // Azure WireServer (public range, reachable only in Azure)
 }
 
-// normalAddr unmaps IPv4-mapped addresses, takes the IPv4 address out of NAT64 64:ff9b::/96
-// addresses and drops the zone, so that an address is judged by what it reaches.
+// IPv6 ranges that embed an IPv4 address, which is what they reach.
+var (
+	nat64      = netip.MustParsePrefix("64:ff9b::/96")    // NAT64 (RFC 6052): the last 32 bits
+	translated = netip.MustParsePrefix("::ffff:0:0:0/96") // IPv4-translated (RFC 2765): the last 32 bits
+	compatible = netip.MustParsePrefix("::/96")           // IPv4-compatible (RFC 4291, deprecated): the last 32 bits
+	sixToFour  = netip.MustParsePrefix("2002::/16")       // 6to4 (RFC 3056): bits 16-47
+	teredo     = netip.MustParsePrefix("2001::/32")       // Teredo (RFC 4380): an obfuscated client address
+	teredoAddr = netip.AddrFrom4([4]byte{192, 0, 0, 170}) // stands for Teredo: judged private (RFC 7335's range)
+)
+
+// normalAddr unmaps IPv4-mapped addresses, takes the IPv4 address out of the IPv6 forms that
+// embed one (NAT64, IPv4-translated, IPv4-compatible, 6to4) and drops the zone, so that an
+// address is judged by what it reaches. A Teredo address, whose client address is obfuscated,
+// is judged as a private one.
 func normalAddr(a netip.Addr) netip.Addr {
 	a = a.Unmap().WithZone("")
-	if a.Is6() && netip.MustParsePrefix("64:ff9b::/96").Contains(a) {
-		b := a.As16()
-		a = netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+	if !a.Is6() {
+		return a
+	}
+	b := a.As16()
+	switch {
+	case nat64.Contains(a), translated.Contains(a),
+		compatible.Contains(a) && a != netip.IPv6Unspecified() && a != netip.IPv6Loopback():
+		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+	case sixToFour.Contains(a):
+		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]})
+	case teredo.Contains(a):
+		return teredoAddr
 	}
 	return a
 }

@@ -65,6 +65,14 @@ func TestAddrPolicyCheckAddr(t *testing.T) {
 		{"100.100.100.200", meta, meta, meta, meta},
 		{"192.0.0.192", meta, meta, meta, meta},
 		{"168.63.129.16", meta, meta, meta, meta},
+		// IPv6 forms that embed an IPv4 address are judged by it.
+		{"::127.0.0.1", priv, priv, ok, priv},                          // IPv4-compatible
+		{"::127.0.0.5", priv, ok, ok, priv},                            // IPv4-compatible of the seed
+		{"::ffff:0:a9fe:a9fe", meta, meta, meta, ok},                   // IPv4-translated 169.254.169.254
+		{"2002:a9fe:a9fe::", meta, meta, meta, ok},                     // 6to4 of 169.254.169.254
+		{"2002:a00:1::1", priv, priv, ok, priv},                        // 6to4 of 10.0.0.1
+		{"2002:808:808::1", ok, ok, ok, ok},                            // 6to4 of 8.8.8.8
+		{"2001:0:4136:e378:8000:63bf:3fff:fdd2", priv, priv, ok, priv}, // Teredo: obfuscated, private
 	}
 	judge := func(p AddrPolicy, a netip.Addr) string {
 		err := p.CheckAddr(a)

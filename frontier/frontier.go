@@ -33,9 +33,20 @@ type Item struct {
 	// Hops counts the redirects followed to reach this URL from the link or
 	// seed that started its chain (fetch.max_redirects bounds it).
 	Hops int `json:"hops,omitempty"`
+	// FetchURL, when set, is requested in place of URL: the same page under
+	// the session parameters its server insists on (it redirected URL there).
+	FetchURL string `json:"fetch_url,omitempty"`
 	// Verify marks a URL picked for a mirror decision's verification
 	// stream: it is fetched although it could be skipped as a copy.
 	Verify bool `json:"verify,omitempty"`
+}
+
+// Target is the URL to request for the item: FetchURL if set, else URL.
+func (it *Item) Target() string {
+	if it.FetchURL != "" {
+		return it.FetchURL
+	}
+	return it.URL
 }
 
 // HostInfo describes one host's persistent queue, as found on start-up.

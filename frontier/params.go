@@ -101,6 +101,7 @@ type ParamLearner struct {
 	mu       sync.RWMutex
 	cur, old *paramGen             // URL skeletons remembered: the current generation and the one before
 	cands    map[string]*paramCand // ParamRule.Key() -> state
+	perHost  map[string]int        // host -> parameters tracked in cands
 	active   map[string][]string   // host -> parameters stripped
 }
 
@@ -167,7 +168,7 @@ func NewParamLearner(o ParamOptions) *ParamLearner {
 		o.MaxEntries = DefaultParamMaxEntries
 	}
 	return &ParamLearner{o: o, seed: maphash.MakeSeed(), cur: newParamGen(), old: newParamGen(),
-		cands: map[string]*paramCand{}, active: map[string][]string{}}
+		cands: map[string]*paramCand{}, perHost: map[string]int{}, active: map[string][]string{}}
 }
 
 // paramSlot is one parameter of a URL: its name (";name" for a path parameter), its
@@ -282,12 +283,31 @@ func (l *ParamLearner) Observe(u string, cluster uint64) []ParamRule {
 	return changed
 }
 
+// Bounds on the parameters tracked: a host whose links carry a new parameter
+// name on every page must not grow the learner (nor the store's "param"
+// records) with each. Past them, new names are not tracked; rules already
+// tracked go on.
+const (
+	paramMaxPerHost = 64
+	paramMaxTotal   = 1 << 16
+)
+
+// cand returns the state of (host, name), or nil when it is not tracked and
+// the bounds are reached (fresh: Restore tracks stored rules whatever the bounds).
 func (l *ParamLearner) cand(host, name string) *paramCand {
+	return l.candBounded(host, name, true)
+}
+
+func (l *ParamLearner) candBounded(host, name string, bounded bool) *paramCand {
 	key := host + " " + name
 	c := l.cands[key]
 	if c == nil {
+		if bounded && (len(l.cands) >= paramMaxTotal || l.perHost[host] >= paramMaxPerHost) {
+			return nil
+		}
 		c = &paramCand{rule: ParamRule{Host: host, Param: name}, paths: map[uint64]struct{}{}}
 		l.cands[key] = c
+		l.perHost[host]++
 	}
 	return c
 }
@@ -295,6 +315,9 @@ func (l *ParamLearner) cand(host, name string) *paramCand {
 // evidence adds one pair for (host, name); it returns the rule when it is decided now.
 func (l *ParamLearner) evidence(host, name string, skeleton uint64, p ParamPair) *ParamRule {
 	c := l.cand(host, name)
+	if c == nil {
+		return nil
+	}
 	r := &c.rule
 	if r.Counter != nil {
 		return nil
@@ -318,6 +341,9 @@ func (l *ParamLearner) evidence(host, name string, skeleton uint64, p ParamPair)
 // counter blocks (host, name) for good; it returns the rule when that is news.
 func (l *ParamLearner) counter(host, name string, p ParamPair) *ParamRule {
 	c := l.cand(host, name)
+	if c == nil {
+		return nil
+	}
 	r := &c.rule
 	if r.Counter != nil {
 		return nil
@@ -337,7 +363,7 @@ func (l *ParamLearner) Restore(rules []ParamRule) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, r := range rules {
-		c := l.cand(r.Host, r.Param)
+		c := l.candBounded(r.Host, r.Param, false)
 		wasActive := c.rule.Active()
 		c.rule = r
 		c.rule.Examples = slices.Clone(r.Examples)

@@ -313,3 +313,30 @@ func TestParamLearnerGenerations(t *testing.T) {
 		t.Errorf("trap after recycling not learned: %q", got)
 	}
 }
+
+// TestParamLearnerBoundsNames: a host whose pages carry a new parameter name
+// each does not grow the learner without bound (nor the rules it reports), and
+// a host within the bounds still learns.
+func TestParamLearnerBoundsNames(t *testing.T) {
+	l := NewParamLearner(ParamOptions{})
+	for i := range 5000 {
+		// Same text under two values of a fresh name: evidence for it.
+		l.Observe(fmt.Sprintf("http://h/p?n%d=1", i), 7)
+		l.Observe(fmt.Sprintf("http://h/p?n%d=2", i), 7)
+		// Different text: counter-evidence for another fresh name.
+		l.Observe(fmt.Sprintf("http://h/q?c%d=1", i), uint64(100+2*i))
+		l.Observe(fmt.Sprintf("http://h/q?c%d=2", i), uint64(101+2*i))
+	}
+	l.mu.RLock()
+	n := len(l.cands)
+	l.mu.RUnlock()
+	if n > paramMaxPerHost {
+		t.Errorf("%d parameters tracked for one host, want at most %d", n, paramMaxPerHost)
+	}
+	for i := range 6 {
+		l.Observe(fmt.Sprintf("http://other/%c?visit=%d", 'a'+i%2, i), 9)
+	}
+	if got := l.Canonical("http://other/a?visit=5"); got != "http://other/a" {
+		t.Errorf("another host did not learn within the bounds: %q", got)
+	}
+}
