@@ -135,6 +135,7 @@ type Dedup struct {
 	BPHSHeader    int     `yaml:"bphs_header"`
 	Threshold     float64 `yaml:"threshold"`
 	URLTokens     bool    `yaml:"url_tokens"`
+	TitleTokens   bool    `yaml:"title_tokens"`
 }
 
 // Mirror holds mirror-host detection settings.

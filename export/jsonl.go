@@ -28,12 +28,14 @@ type JSONLOptions struct {
 	All bool // also write every non-unique page, with its class
 }
 
-// Member is a page suppressed in favour of a unique page.
+// Member is a page suppressed in favour of a unique page: any other record
+// of the unique page's cluster.
 type Member struct {
-	URL        string  `json:"url"`
-	Class      string  `json:"class"`
-	Similarity float64 `json:"similarity,omitempty"`
-	Method     string  `json:"method,omitempty"`
+	URL         string  `json:"url"`
+	Class       string  `json:"class"`
+	DuplicateOf string  `json:"duplicate_of,omitempty"` // the original it names (the representative, or another member)
+	Similarity  float64 `json:"similarity,omitempty"`
+	Method      string  `json:"method,omitempty"`
 }
 
 // Record is one JSONL line.
@@ -48,49 +50,65 @@ type Record struct {
 	// Language is identified from the text when that is reliable
 	// (LanguageSource "text", with LanguageConfidence), else the primary
 	// subtag of <html lang> (LanguageSource "html"); omitted when neither.
-	Language           string   `json:"language,omitempty"`
-	LanguageSource     string   `json:"language_source,omitempty"`
-	LanguageConfidence float64  `json:"language_confidence,omitempty"`
-	LanguageDeclared   string   `json:"language_declared,omitempty"` // <html lang> as written
-	SHA256             string   `json:"sha256,omitempty"`
-	Simhash            string   `json:"simhash,omitempty"`
-	Cluster            string   `json:"cluster"`
-	Class              string   `json:"class"`
-	DuplicateOf        string   `json:"duplicate_of,omitempty"`
-	Duplicates         []Member `json:"duplicates"`
+	Language           string  `json:"language,omitempty"`
+	LanguageSource     string  `json:"language_source,omitempty"`
+	LanguageConfidence float64 `json:"language_confidence,omitempty"`
+	LanguageDeclared   string  `json:"language_declared,omitempty"` // <html lang> as written
+	SHA256             string  `json:"sha256,omitempty"`
+	Simhash            string  `json:"simhash,omitempty"`
+	// Cluster is the same for every record of one cluster: a connected
+	// component of the duplicate_of edges (see cluster.go), named by its
+	// representative's id. Representative marks the cluster's unique page.
+	Cluster        string   `json:"cluster"`
+	Representative bool     `json:"representative"`
+	Class          string   `json:"class"`
+	DuplicateOf    string   `json:"duplicate_of,omitempty"`
+	Duplicates     []Member `json:"duplicates"`
 	// Damaged marks a page whose text could not be read back from a damaged
 	// store (storage.ErrDamaged): Text is empty, the rest is as recorded.
 	Damaged bool `json:"damaged,omitempty"`
 }
 
-// JSONL writes one object per unique page (its cluster's representative:
-// the first page of the cluster that was fetched), with the URLs suppressed
-// in its favour. With All, every other page follows with its class.
+// JSONL writes one object per unique page, the representative of its
+// cluster, with every other record of the cluster in duplicates (exact and
+// near duplicates, mirror copies skipped, and duplicates of those). With All,
+// every other record follows with its class and its cluster's value, so that
+// keeping the records with "representative": true, or one record per
+// "cluster", keeps one page per cluster.
 //
 // A page whose text cannot be read (storage.ErrDamaged) is still written,
 // with an empty text and "damaged": true; the caller learns how many from
 // the store (storage.DB.Damage).
 func JSONL(w io.Writer, st Store, o JSONLOptions) (int, error) {
-	members := map[string][]Member{}
+	var entries []entry
 	var others []*storage.Page
+	var otherAt []int          // index in entries of each of others
+	pageAt := map[uint64]int{} // index in entries of each page record, by id
 	collect := func(p *storage.Page) error {
-		if p.Class != storage.ClassUnique {
-			if p.DuplicateOf != "" {
-				members[p.DuplicateOf] = append(members[p.DuplicateOf], Member{URL: p.URL, Class: p.Class, Similarity: p.Similarity, Method: p.Method})
-			}
-			if o.All {
-				cp := *p
-				others = append(others, &cp)
-			}
+		if p.ID != 0 {
+			pageAt[p.ID] = len(entries)
+		}
+		entries = append(entries, entry{id: p.ID, url: p.URL, final: p.FinalURL, class: p.Class,
+			dupOf: p.DuplicateOf, orig: p.OriginalID, sim: p.Similarity, method: p.Method})
+		if p.Class != storage.ClassUnique && o.All {
+			cp := *p
+			others = append(others, &cp)
+			otherAt = append(otherAt, len(entries)-1)
 		}
 		return nil
 	}
 	if err := st.ForEachPage(collect); err != nil {
 		return 0, err
 	}
-	if err := st.ForEachSkipped(collect); err != nil {
+	if err := st.ForEachSkipped(func(p *storage.Page) error {
+		cp := *p
+		cp.ID = 0 // a skip record is known by its URL
+		return collect(&cp)
+	}); err != nil {
 		return 0, err
 	}
+	cl := newClusters(entries)
+	members := cl.members()
 	bw := bufio.NewWriterSize(w, 1<<16)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
@@ -106,9 +124,12 @@ func JSONL(w io.Writer, st Store, o JSONLOptions) (int, error) {
 		}
 		r := record(p, text)
 		r.Damaged = damaged
-		r.Duplicates = members[p.URL]
-		if p.FinalURL != "" && p.FinalURL != p.URL {
-			r.Duplicates = append(r.Duplicates, members[p.FinalURL]...)
+		if i, ok := pageAt[p.ID]; ok {
+			r.Cluster, r.Representative = cl.of(i)
+			for _, k := range members[i] {
+				e := entries[k]
+				r.Duplicates = append(r.Duplicates, Member{URL: e.url, Class: e.class, DuplicateOf: e.dupOf, Similarity: e.sim, Method: e.method})
+			}
 		}
 		if r.Duplicates == nil {
 			r.Duplicates = []Member{}
@@ -119,13 +140,14 @@ func JSONL(w io.Writer, st Store, o JSONLOptions) (int, error) {
 	if err != nil {
 		return n, err
 	}
-	for _, p := range others {
+	for k, p := range others {
 		text := ""
 		var err error
 		if p.ID != 0 {
 			text, err = st.Text(p.ID)
 		}
 		r := record(p, text)
+		r.Cluster, r.Representative = cl.of(otherAt[k])
 		r.Damaged = errors.Is(err, storage.ErrDamaged)
 		r.Duplicates = []Member{}
 		if err := enc.Encode(r); err != nil {
@@ -155,11 +177,7 @@ func record(p *storage.Page, text string) Record {
 	if p.Simhash != 0 {
 		r.Simhash = fmt.Sprintf("%016x", p.Simhash)
 	}
-	cluster := p.ID
-	if p.Class != storage.ClassUnique && p.OriginalID != 0 {
-		cluster = p.OriginalID
-	}
-	r.Cluster = strconv.FormatUint(cluster, 10)
+	r.Cluster = strconv.FormatUint(p.ID, 10) // JSONL sets the cluster's value
 	return r
 }
 

@@ -31,6 +31,13 @@ type Options struct {
 	// separates words with spaces; in CJK text, the end of the stretch). The text's own
 	// tokens are unchanged. Default false.
 	URLTokens bool
+	// TitleTokens puts the words of <title> at the start of Tokens, before the visible
+	// text, as AltaVista did (seed 000, section 3: "the title words which begin web
+	// pages"): the title counts as the first words of the page, and looped shingles
+	// join its last words to the first words of the text and the text's last words
+	// to the title. The text's own tokens (and the URL tokens) are unchanged.
+	// Default false; docs/TITLE_TOKENS.md has the measurement behind it.
+	TitleTokens bool
 	// BotName is the crawler's robots token (e.g. "horseshoe"); <meta name="horseshoe" content=...>
 	// directives apply in addition to <meta name="robots">. Matching is case-insensitive.
 	BotName string
@@ -75,8 +82,9 @@ type Document struct {
 	// Text is the visible text (script, style, noscript, template, head and hidden
 	// elements dropped), runs of white space collapsed to one space, trimmed.
 	Text string
-	// Tokens is the normalized token stream of Text (see Tokenize), with the URL tokens
-	// in place if Options.URLTokens is set, at most Options.MaxTokens in all.
+	// Tokens is the normalized token stream of Text (see Tokenize), after the tokens of
+	// Title if Options.TitleTokens is set, with the URL tokens in place if
+	// Options.URLTokens is set, at most Options.MaxTokens in all.
 	Tokens []string
 }
 
@@ -141,10 +149,14 @@ func extract(gq *goquery.Document, pageURL *whatwgurl.URL, opts Options) *Docume
 		}
 	}
 	doc.Links = resolveLinks(base, w.links)
+	var toks []string
+	if opts.TitleTokens {
+		toks = tokenize(nil, doc.Title, opts.MaxTokens)
+	}
 	if opts.URLTokens {
-		doc.Tokens = tokensWithURLs(doc.Text, base, w.urlRefs, opts.MaxTokens)
+		doc.Tokens = tokensWithURLs(toks, doc.Text, base, w.urlRefs, opts.MaxTokens)
 	} else {
-		doc.Tokens = tokenize(nil, doc.Text, opts.MaxTokens)
+		doc.Tokens = tokenize(toks, doc.Text, opts.MaxTokens)
 	}
 	return doc
 }
@@ -156,7 +168,7 @@ type urlRef struct {
 	at  int
 }
 
-// tokensWithURLs returns the tokens of text with each URL of refs (resolved;
+// tokensWithURLs appends to toks the tokens of text with each URL of refs (resolved;
 // refs that do not resolve to http or https are left out) in place, as
 // AltaVista indexed them: at the end of the word where its element starts.
 // The text is cut only at ASCII delimiters, where tokenizing the pieces gives
@@ -164,8 +176,7 @@ type urlRef struct {
 // after an incomplete-looking UTF-8 sequence (safeCut), so the text tokens are
 // those of Tokenize(text) whatever the URLs. At most limit tokens
 // in all (0: no limit).
-func tokensWithURLs(text string, base *whatwgurl.URL, refs []urlRef, limit int) []string {
-	var toks []string
+func tokensWithURLs(toks []string, text string, base *whatwgurl.URL, refs []urlRef, limit int) []string {
 	prev := 0
 	for _, r := range refs {
 		u, ok := resolve(base, r.ref)

@@ -297,6 +297,20 @@ func TestParseTokens(t *testing.T) {
 		{"URL tokens count toward MaxTokens", `<p>one two</p><a href="/x">x</a>`, Options{URLTokens: true, MaxTokens: 3}, []string{"one", "two", "http://example.com/x"}},
 		{"MaxTokens can stop before a URL", `<p>one two three</p><a href="/x">x</a>`, Options{URLTokens: true, MaxTokens: 3}, []string{"one", "two", "three"}},
 		{"no URL tokens by default", `<a href="/x">x</a>`, Options{}, []string{"x"}},
+		{"title tokens first", "<title>The  Title, Part 2</title><p>Body text</p>", Options{TitleTokens: true}, []string{"the", "title", "part", "2", "body", "text"}},
+		{"title tokens from a title in the body", "<p>Body</p><title>Late</title>", Options{TitleTokens: true}, []string{"late", "body"}},
+		{"only the first title", "<title>One</title><title>Two</title><p>x</p>", Options{TitleTokens: true}, []string{"one", "x"}},
+		{"no title", "<p>Body</p>", Options{TitleTokens: true}, []string{"body"}},
+		{"title of a page without text", "<title>Redirecting</title>", Options{TitleTokens: true}, []string{"redirecting"}},
+		{
+			"title tokens before the text and its URL tokens",
+			`<title>T</title><p>see <a href="/a">it</a></p>`,
+			Options{TitleTokens: true, URLTokens: true},
+			[]string{"t", "see", "http://example.com/a", "it"},
+		},
+		{"title tokens count toward MaxTokens", "<title>a b c</title><p>d e</p>", Options{TitleTokens: true, MaxTokens: 4}, []string{"a", "b", "c", "d"}},
+		{"MaxTokens can stop inside the title", `<title>a b c</title><p>d <a href="/x">e</a></p>`, Options{TitleTokens: true, URLTokens: true, MaxTokens: 2}, []string{"a", "b"}},
+		{"no title tokens by default", "<title>Skip</title><p>x</p>", Options{}, []string{"x"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -239,15 +239,70 @@ func Hosts(d *Data) []HostRow {
 // Cluster is a group of duplicates of one original page.
 type Cluster struct {
 	Representative string // URL of the original
-	Members        []Page // pages whose DuplicateOf is Representative
+	Members        []Page // every other page of the cluster
 }
 
-// Clusters groups the pages that name an original in DuplicateOf by that
-// original. Clusters are sorted by size, largest first, then by
-// representative URL; members by similarity, highest first, then by URL.
+// Clusters groups the pages that name an original in DuplicateOf into
+// connected components of the "is a duplicate of" edges (Broder, seed 002,
+// section 2: a union-find over the pairs), as export's JSONL does: a mirror
+// copy skipped in favour of a near duplicate is in the cluster of that near
+// duplicate's original. The representative is the component's original: the
+// URL no edge leaves (a page of class unique when there is one, else the
+// smallest such URL; the smallest URL if every one names another). Clusters
+// are sorted by size, largest first, then by representative URL; members by
+// similarity, highest first, then by URL.
 func Clusters(d *Data) []Cluster {
 	if d == nil {
 		return nil
+	}
+	parent := map[string]string{}
+	var find func(u string) string
+	find = func(u string) string {
+		p, ok := parent[u]
+		if !ok {
+			parent[u] = u
+			return u
+		}
+		if p == u {
+			return u
+		}
+		r := find(p)
+		parent[u] = r
+		return r
+	}
+	names := map[string]bool{} // URLs of the pages that name an original
+	unique := map[string]bool{}
+	for _, p := range d.Pages {
+		if p.Class == ClassUnique {
+			unique[p.URL] = true
+		}
+		if p.DuplicateOf == "" {
+			continue
+		}
+		names[p.URL] = true
+		if a, b := find(p.URL), find(p.DuplicateOf); a != b {
+			parent[max(a, b)] = min(a, b)
+		}
+	}
+	// The representative of each component, by root.
+	rep := map[string]string{}
+	better := func(u, than string) bool {
+		if than == "" {
+			return true
+		}
+		if (!names[u]) != (!names[than]) {
+			return !names[u]
+		}
+		if unique[u] != unique[than] {
+			return unique[u]
+		}
+		return u < than
+	}
+	for u := range parent {
+		r := find(u)
+		if better(u, rep[r]) {
+			rep[r] = u
+		}
 	}
 	idx := make(map[string]int)
 	var out []Cluster
@@ -255,11 +310,15 @@ func Clusters(d *Data) []Cluster {
 		if p.DuplicateOf == "" {
 			continue
 		}
-		j, ok := idx[p.DuplicateOf]
+		r := rep[find(p.URL)]
+		if p.URL == r {
+			continue // the representative itself, in a cycle of copies
+		}
+		j, ok := idx[r]
 		if !ok {
 			j = len(out)
-			idx[p.DuplicateOf] = j
-			out = append(out, Cluster{Representative: p.DuplicateOf})
+			idx[r] = j
+			out = append(out, Cluster{Representative: r})
 		}
 		out[j].Members = append(out[j].Members, p)
 	}

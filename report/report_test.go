@@ -3,6 +3,7 @@ package report
 import (
 	"math/rand/v2"
 	"os/exec"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -120,6 +121,37 @@ func TestClusters(t *testing.T) {
 		if !slices.Equal(urls, w.members) {
 			t.Errorf("cluster %d members:\n got %q\nwant %q", i, urls, w.members)
 		}
+	}
+}
+
+// TestClustersConnected: a cluster is a connected component of the
+// DuplicateOf edges, as export's JSONL cluster: a mirror copy skipped for a
+// near duplicate (and a copy of that copy) is in the cluster of the near
+// duplicate's original, not in a cluster of its own; separate components
+// stay separate, whatever the order of the pages.
+func TestClustersConnected(t *testing.T) {
+	pages := []Page{
+		{URL: "http://a/", Class: ClassUnique},
+		{URL: "http://b/", Class: ClassNearDuplicate, DuplicateOf: "http://a/", Similarity: 0.97},
+		{URL: "http://m/b", Class: ClassMirrorSkipped, DuplicateOf: "http://b/"},
+		{URL: "http://n/b", Class: ClassMirrorSkipped, DuplicateOf: "http://m/b"},
+		{URL: "http://x/", Class: ClassUnique},
+		{URL: "http://x1/", Class: ClassExactDuplicate, DuplicateOf: "http://x/", Similarity: 1},
+		{URL: "http://q/", Class: ClassMirrorSkipped, DuplicateOf: "http://not-fetched/"},
+	}
+	want := []Cluster{
+		{Representative: "http://a/", Members: []Page{pages[1], pages[2], pages[3]}},
+		{Representative: "http://not-fetched/", Members: []Page{pages[6]}},
+		{Representative: "http://x/", Members: []Page{pages[5]}},
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 5 {
+		got := Clusters(&Data{Pages: pages})
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("clusters\n got %+v\nwant %+v", got, want)
+		}
+		pages = slices.Clone(pages)
+		r.Shuffle(len(pages), func(i, j int) { pages[i], pages[j] = pages[j], pages[i] })
 	}
 }
 

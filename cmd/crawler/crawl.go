@@ -353,7 +353,7 @@ func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []s
 		RobotsRetry:        cfg.Politeness.RobotsRetry.D(),
 		MaxDelay:           cfg.Politeness.MaxDelay.D(),
 		KeepRaw:            cfg.Storage.KeepRaw,
-		Parse:              parse.Options{URLTokens: cfg.Dedup.URLTokens, BotName: cfg.Fetch.RobotsAgent, MaxTokens: 1 << 20},
+		Parse:              parse.Options{URLTokens: cfg.Dedup.URLTokens, TitleTokens: cfg.Dedup.TitleTokens, BotName: cfg.Fetch.RobotsAgent, MaxTokens: 1 << 20},
 		ProgressEvery:      ui.logEvery(),
 		Mirror:             crawl.MirrorDetector(cfg),
 	}, db, fr, fetcher, robots, det, logger.With("system", "crawl"))
@@ -462,6 +462,7 @@ func checkSignatureSettings(db *storage.DB, cfg configs.Config) error {
 		{"dedup supershingle bits (filter_bits)", pf.Bits, nf.Bits},
 		{"dedup.simhash_weight", po.SimhashWeight, no.SimhashWeight},
 		{"dedup.url_tokens", prev.Dedup.URLTokens, cfg.Dedup.URLTokens},
+		{"dedup.title_tokens", prev.Dedup.TitleTokens, cfg.Dedup.TitleTokens},
 	} {
 		if d.was != d.now {
 			diffs = append(diffs, fmt.Sprintf("%s %v (now %v)", d.name, d.was, d.now))

@@ -737,7 +737,7 @@ func parseLikeCrawl(rawBody []byte, contentType, pageURL string) (*parse.Documen
 		return nil, fmt.Errorf("page URL %s: %w", pageURL, err)
 	}
 	def := configs.Default()
-	doc, err := parse.Parse(body, bu, parse.Options{URLTokens: def.Dedup.URLTokens, BotName: def.Fetch.RobotsAgent, MaxTokens: 1 << 20})
+	doc, err := parse.Parse(body, bu, parse.Options{URLTokens: def.Dedup.URLTokens, TitleTokens: def.Dedup.TitleTokens, BotName: def.Fetch.RobotsAgent, MaxTokens: 1 << 20})
 	if err != nil {
 		return nil, fmt.Errorf("parse %s: %w", pageURL, err)
 	}

@@ -268,7 +268,7 @@ func checkResumeDedupFixture(t *testing.T, files map[string]string) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	popts := parse.Options{URLTokens: cfg.Dedup.URLTokens, BotName: cfg.Fetch.RobotsAgent, MaxTokens: 1 << 20}
+	popts := parse.Options{URLTokens: cfg.Dedup.URLTokens, TitleTokens: cfg.Dedup.TitleTokens, BotName: cfg.Fetch.RobotsAgent, MaxTokens: 1 << 20}
 	tokens := map[string][]string{}
 	for name, body := range files {
 		u, _ := url.Parse("http://" + resumeDedupHost + "/" + name)

@@ -50,6 +50,7 @@ func TestResumeRefusesOtherSignatureSettings(t *testing.T) {
 		{"dedup:\n  filter: bing\n", "filter_s) 14 (now 5)"},
 		{"dedup:\n  simhash_weight: tf\n", "dedup.simhash_weight uniform (now tf)"},
 		{"dedup:\n  url_tokens: true\n", "dedup.url_tokens false (now true)"},
+		{"dedup:\n  title_tokens: true\n", "dedup.title_tokens false (now true)"},
 	} {
 		err := crawlWith(c.yml, 100, newSeed) // a new seed too: it must not be remembered
 		var ue usageError

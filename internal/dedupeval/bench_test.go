@@ -98,7 +98,7 @@ func BenchmarkNormalizeAndShingleCorpus(b *testing.B) {
 	}
 	var texts []string
 	total, words := 0, 0
-	forEachCorpusPage(b, 4, func(_ string, doc *parse.Document) {
+	forEachCorpusPage(b, 4, parse.Options{}, func(_ string, doc *parse.Document) {
 		texts = append(texts, doc.Text)
 		total += len(doc.Text)
 		words += len(doc.Tokens)

@@ -105,9 +105,9 @@ func corpusDir(tb testing.TB) string {
 // forEachCorpusPage calls fn with every n-th HTML file of the real corpus
 // (in path order), decoded as the crawl decodes it (the servers send
 // text/html with no charset: the page's <meta> or sniffing decides) and
-// parsed, under the URL its path names. Symlinks are followed: they are the
+// parsed with opts, under the URL its path names. Symlinks are followed: they are the
 // corpus's deliberate exact duplicates.
-func forEachCorpusPage(tb testing.TB, n int, fn func(u string, doc *parse.Document)) {
+func forEachCorpusPage(tb testing.TB, n int, opts parse.Options, fn func(u string, doc *parse.Document)) {
 	tb.Helper()
 	dir := corpusDir(tb)
 	k := 0
@@ -128,7 +128,7 @@ func forEachCorpusPage(tb testing.TB, n int, fn func(u string, doc *parse.Docume
 			return err
 		}
 		body, _ = fetch.ToUTF8(body, "text/html")
-		if doc, err := parse.Parse(body, u, parse.Options{}); err == nil {
+		if doc, err := parse.Parse(body, u, opts); err == nil {
 			fn(u.String(), doc)
 		}
 		return nil
@@ -147,7 +147,7 @@ func TestCorpusTargets(t *testing.T) {
 		t.Skip("corpus evaluation skipped in -short mode")
 	}
 	pages := map[string][]string{}
-	forEachCorpusPage(t, 1, func(u string, doc *parse.Document) { pages[u] = doc.Tokens })
+	forEachCorpusPage(t, 1, parse.Options{}, func(u string, doc *parse.Document) { pages[u] = doc.Tokens })
 	if len(pages) < 1000 {
 		t.Fatalf("only %d pages parsed", len(pages))
 	}
