@@ -140,10 +140,13 @@ type Dedup struct {
 
 // Mirror holds mirror-host detection settings.
 type Mirror struct {
-	Enabled     bool    `yaml:"enabled"`
-	Sample      int     `yaml:"sample"`
-	MinScore    float64 `yaml:"min_score"`
-	VerifyEvery int     `yaml:"verify_every"`
+	Enabled      bool    `yaml:"enabled"`
+	MirrorShare  float64 `yaml:"mirror_share"`
+	OtherShare   float64 `yaml:"other_share"`
+	FalseMirror  float64 `yaml:"false_mirror"`
+	MissedMirror float64 `yaml:"missed_mirror"`
+	Sample       int     `yaml:"sample"`
+	VerifyEvery  int     `yaml:"verify_every"`
 }
 
 // Storage holds Badger settings.
@@ -342,8 +345,14 @@ func (c Config) Validate() error {
 	if m.Sample < 1 || m.Sample > 10000 {
 		bad("mirror.sample must be between 1 and 10000, got %d", m.Sample)
 	}
-	if m.MinScore <= 0.5 || m.MinScore > 1 {
-		bad("mirror.min_score must be above 0.5 and at most 1, got %g", m.MinScore)
+	if !(m.OtherShare > 0 && m.OtherShare < m.MirrorShare && m.MirrorShare < 1) {
+		bad("mirror.other_share and mirror.mirror_share must satisfy 0 < other_share < mirror_share < 1, got %g and %g", m.OtherShare, m.MirrorShare)
+	}
+	if !(m.FalseMirror > 0 && m.FalseMirror < 0.5) {
+		bad("mirror.false_mirror must be above 0 and below 0.5, got %g", m.FalseMirror)
+	}
+	if !(m.MissedMirror > 0 && m.MissedMirror < 0.5) {
+		bad("mirror.missed_mirror must be above 0 and below 0.5, got %g", m.MissedMirror)
 	}
 	if m.VerifyEvery < 2 {
 		bad("mirror.verify_every must be >= 2, got %d", m.VerifyEvery)

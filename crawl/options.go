@@ -44,8 +44,11 @@ func MirrorDetector(cfg configs.Config) *mirror.Detector {
 		return nil
 	}
 	return mirror.NewDetector(mirror.Options{
-		Sample:      cfg.Mirror.Sample,
-		MinScore:    cfg.Mirror.MinScore,
-		VerifyEvery: cfg.Mirror.VerifyEvery,
+		MirrorShare:  cfg.Mirror.MirrorShare,
+		OtherShare:   cfg.Mirror.OtherShare,
+		FalseMirror:  cfg.Mirror.FalseMirror,
+		MissedMirror: cfg.Mirror.MissedMirror,
+		Sample:       cfg.Mirror.Sample,
+		VerifyEvery:  cfg.Mirror.VerifyEvery,
 	})
 }

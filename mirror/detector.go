@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -9,32 +10,87 @@ import (
 )
 
 // Options configures mirror detection.
+//
+// A candidate (a pair of URL spaces under a path mapping) is decided by
+// Wald's sequential probability ratio test over the paths present on both
+// sides: each comparison is a Bernoulli trial, a match when the crawler's own
+// duplicate decision calls the two pages duplicates. A mirror is a candidate
+// whose share p of matching paths is at least MirrorShare; one whose share is
+// at most OtherShare is not a mirror. The test decides a mirror with
+// probability at most FalseMirror when p = OtherShare (less below it), and
+// misses a mirror with probability at most MissedMirror when p = MirrorShare
+// (less above it). docs/MIRRORS.md derives the defaults and the number of
+// comparisons they take.
 type Options struct {
-	// Sample is how many paths present on both sides must be compared
-	// before a candidate is decided (default 10).
+	// MirrorShare (p1) is the share of shared paths whose pages are
+	// duplicates on a mirror (default 0.9: a mirror of which a tenth of the
+	// pages was updated, or fall below the duplicate threshold, is still one).
+	MirrorShare float64
+	// OtherShare (p0) is the share at or below which a candidate is not a
+	// mirror (default 0.5: different versions of one documentation set,
+	// median J around 0.88, keep far fewer of their pages within the
+	// duplicate threshold).
+	OtherShare float64
+	// FalseMirror (alpha) and MissedMirror (beta) are the test's error rates
+	// at OtherShare and MirrorShare (defaults 0.01 each).
+	FalseMirror, MissedMirror float64
+	// Sample bounds the work of one candidate: an undecided candidate takes
+	// at most 3 x Sample sampled copies, and gap probes run at most Sample at
+	// a time (default 10).
 	Sample int
-	// MinScore is the fraction of compared paths that must match for a
-	// candidate to become a mirror (default 0.8). Partial mirrors count:
-	// only paths that exist on both sides are compared. On the real corpus
-	// the four mirror pairs match on 95-100% of paths (pages identical up to
-	// numbers), the two-source near-duplicate pair on 0.4% and versioned
-	// copies of one site on 0%: 0.8 leaves a wide margin either way and lets
-	// a mirror with a few updated pages be decided after about 10 samples.
-	MinScore float64
 	// VerifyEvery keeps a verification stream after a decision: one in
 	// VerifyEvery URLs that would be skipped is fetched and compared
-	// (default 20). If the stream's score falls below MinScore the decision
-	// is withdrawn.
+	// (default 20). The stream runs the same test; when it shows the share at
+	// OtherShare or below, the decision is withdrawn.
 	VerifyEvery int
 	// MaxCandidates bounds memory on sites with many duplicate pairs
 	// (default 10000).
 	MaxCandidates int
 }
 
-// DefaultOptions returns the defaults (see BENCHMARKS.md and the mirror
-// issue notes for how they were chosen on the real corpus).
+// DefaultOptions returns the defaults (see docs/MIRRORS.md).
 func DefaultOptions() Options {
-	return Options{Sample: 10, MinScore: 0.8, VerifyEvery: 20, MaxCandidates: 10000}
+	return Options{MirrorShare: 0.9, OtherShare: 0.5, FalseMirror: 0.01, MissedMirror: 0.01,
+		Sample: 10, VerifyEvery: 20, MaxCandidates: 10000}
+}
+
+// Validate reports every invalid option at once.
+func (o Options) Validate() error {
+	var errs []error
+	if !(o.OtherShare > 0 && o.OtherShare < o.MirrorShare && o.MirrorShare < 1) {
+		errs = append(errs, fmt.Errorf("mirror shares must satisfy 0 < other_share (%g) < mirror_share (%g) < 1", o.OtherShare, o.MirrorShare))
+	}
+	for _, r := range []struct {
+		name string
+		v    float64
+	}{{"false_mirror", o.FalseMirror}, {"missed_mirror", o.MissedMirror}} {
+		if !(r.v > 0 && r.v < 0.5) {
+			errs = append(errs, fmt.Errorf("mirror.%s must be above 0 and below 0.5, got %g", r.name, r.v))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sprt holds the test's per-comparison log-likelihood ratios and its bounds.
+type sprt struct {
+	match, mismatch float64 // ln(p1/p0), ln((1-p1)/(1-p0))
+	accept, reject  float64 // ln((1-beta)/alpha), ln(beta/(1-alpha))
+}
+
+func newSPRT(o Options) sprt {
+	return sprt{
+		match:    math.Log(o.MirrorShare / o.OtherShare),
+		mismatch: math.Log((1 - o.MirrorShare) / (1 - o.OtherShare)),
+		accept:   math.Log((1 - o.MissedMirror) / o.FalseMirror),
+		reject:   math.Log(o.MissedMirror / (1 - o.FalseMirror)),
+	}
+}
+
+func (t sprt) step(match bool) float64 {
+	if match {
+		return t.match
+	}
+	return t.mismatch
 }
 
 // Side names one side of a candidate.
@@ -50,29 +106,33 @@ const (
 // other, with the evidence gathered so far. It is a value: Detector methods
 // return snapshots.
 type Candidate struct {
-	Key            string `json:"key"`
-	AOrigin        string `json:"a_origin"`
-	APrefix        string `json:"a_prefix"`
-	BOrigin        string `json:"b_origin"`
-	BPrefix        string `json:"b_prefix"`
-	Pairs          int    `json:"pairs"`    // duplicate pairs that proposed this mapping
-	Compared       int    `json:"compared"` // paths present on both sides that were compared
-	Matched        int    `json:"matched"`
-	Decided        bool   `json:"decided"`
-	Withdrawn      bool   `json:"withdrawn,omitempty"`
-	Mirror         Side   `json:"mirror_side"` // the side whose URLs are skipped (valid once decided)
-	Verified       int    `json:"verified"`    // verification-stream comparisons after the decision
-	VerifyMatched  int    `json:"verify_matched"`
-	Sampled        int    `json:"sampled"`    // copies fetched (not skipped) to verify the candidate
-	GapProbes      int    `json:"gap_probes"` // mirror pages fetched because the original lacked them
-	GapResolved    int    `json:"gap_resolved"`
-	LinkerResolved int    `json:"linker_resolved"`
-	LinkerHits     int    `json:"linker_hits"`
-	GapHits        int    `json:"gap_hits"` // ... that held new content
-	CopiesA        int    `json:"copies_a"` // duplicate pairs whose copy (fetched second) was on side A
-	CopiesB        int    `json:"copies_b"`
-	FetchedA       int    `json:"fetched_a"`
-	FetchedB       int    `json:"fetched_b"`
+	Key      string `json:"key"`
+	AOrigin  string `json:"a_origin"`
+	APrefix  string `json:"a_prefix"`
+	BOrigin  string `json:"b_origin"`
+	BPrefix  string `json:"b_prefix"`
+	Pairs    int    `json:"pairs"`    // duplicate pairs that proposed this mapping
+	Compared int    `json:"compared"` // paths present on both sides that were compared
+	Matched  int    `json:"matched"`
+	Decided  bool   `json:"decided"`
+	// LLR is the sequential test's log-likelihood ratio over the deciding
+	// comparisons; VerifyLLR the verification stream's (see Options).
+	LLR            float64 `json:"llr"`
+	VerifyLLR      float64 `json:"verify_llr"`
+	Withdrawn      bool    `json:"withdrawn,omitempty"`
+	Mirror         Side    `json:"mirror_side"` // the side whose URLs are skipped (valid once decided)
+	Verified       int     `json:"verified"`    // verification-stream comparisons after the decision
+	VerifyMatched  int     `json:"verify_matched"`
+	Sampled        int     `json:"sampled"`    // copies fetched (not skipped) to verify the candidate
+	GapProbes      int     `json:"gap_probes"` // mirror pages fetched because the original lacked them
+	GapResolved    int     `json:"gap_resolved"`
+	LinkerResolved int     `json:"linker_resolved"`
+	LinkerHits     int     `json:"linker_hits"`
+	GapHits        int     `json:"gap_hits"` // ... that held new content
+	CopiesA        int     `json:"copies_a"` // duplicate pairs whose copy (fetched second) was on side A
+	CopiesB        int     `json:"copies_b"`
+	FetchedA       int     `json:"fetched_a"`
+	FetchedB       int     `json:"fetched_b"`
 	// Link evidence (LinkEvidence) over the duplicate pairs seen: links of
 	// the copies compared, and those that map onto their original's links.
 	LinksCompared     int `json:"links_compared"`
@@ -125,6 +185,7 @@ type Counterpart struct {
 // safe for concurrent use.
 type Detector struct {
 	o        Options
+	t        sprt
 	mu       sync.Mutex
 	cands    map[string]*Candidate
 	byOrigin map[string][]*Candidate
@@ -145,11 +206,22 @@ func (d *Detector) LinkRejected() int {
 // NewDetector returns an empty detector.
 func NewDetector(o Options) *Detector {
 	d := DefaultOptions()
+	if o.MirrorShare == 0 && o.OtherShare == 0 {
+		o.MirrorShare, o.OtherShare = d.MirrorShare, d.OtherShare
+	}
+	if o.FalseMirror == 0 {
+		o.FalseMirror = d.FalseMirror
+	}
+	if o.MissedMirror == 0 {
+		o.MissedMirror = d.MissedMirror
+	}
+	if o.Validate() != nil {
+		// Callers validate their configuration (configs, Options.Validate);
+		// a detector built anyway runs on the defaults.
+		o.MirrorShare, o.OtherShare, o.FalseMirror, o.MissedMirror = d.MirrorShare, d.OtherShare, d.FalseMirror, d.MissedMirror
+	}
 	if o.Sample <= 0 {
 		o.Sample = d.Sample
-	}
-	if o.MinScore <= 0 || o.MinScore > 1 {
-		o.MinScore = d.MinScore
 	}
 	if o.VerifyEvery <= 0 {
 		o.VerifyEvery = d.VerifyEvery
@@ -157,7 +229,7 @@ func NewDetector(o Options) *Detector {
 	if o.MaxCandidates <= 0 {
 		o.MaxCandidates = d.MaxCandidates
 	}
-	return &Detector{o: o, cands: map[string]*Candidate{}, byOrigin: map[string][]*Candidate{}}
+	return &Detector{o: o, t: newSPRT(o), cands: map[string]*Candidate{}, byOrigin: map[string][]*Candidate{}}
 }
 
 func pairKey(ao, ap, bo, bp string) string {
@@ -290,20 +362,28 @@ const (
 )
 
 // Compare records one comparison of a path present on both sides of
-// candidate key: match means the two pages are the same content (identical
-// up to numbers such as dates and version strings). verification says one of
-// the two pages was fetched for the verification stream; after a decision
-// only such comparisons count (pages fetched before the decision whose
-// counterparts arrive later are no sample of what the decision skips).
+// candidate key: match means the crawler's duplicate decision calls the two
+// pages duplicates (exact or near). verification says one of the two pages
+// was fetched for the verification stream; after a decision only such
+// comparisons count (pages fetched before the decision whose counterparts
+// arrive later are no sample of what the decision skips).
 //
-// An undecided candidate is rejected (Withdrawn, WithdrawnNow returned) once
-// 3 x Sample comparisons leave it below rejectScore: the URLs skipped while
-// it was presumed must then be queued again.
+// Each comparison adds its log-likelihood ratio to the candidate's test
+// (Options): the candidate is decided a mirror (DecidedNow) when the ratio
+// reaches the upper bound, and rejected (Withdrawn, WithdrawnNow: the URLs
+// skipped while it was presumed are queued again) when it reaches the lower
+// one. A rejected candidate's ratio is held at the lower bound and it goes on
+// counting the comparisons the crawl makes anyway: a partial mirror whose
+// first comparisons were its table-of-contents pages (which differ where the
+// copy lacks sections) is decided once its ordinary pages have matched for
+// as long as the test takes from the lower bound to the upper one (16
+// matches in a row at the defaults). Only the paths both sides hold are
+// compared, so the pages one side lacks do not count against it.
 func (d *Detector) Compare(key string, match, verification bool) Event {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	c := d.cands[key]
-	if c == nil || c.Withdrawn {
+	if c == nil {
 		return NoChange
 	}
 	if c.Decided {
@@ -314,14 +394,16 @@ func (d *Detector) Compare(key string, match, verification bool) Event {
 		if match {
 			c.VerifyMatched++
 		}
-		// Withdraw once the stream alone (an unbiased sample of what the
-		// decision skips; the deciding comparisons were selected by
-		// passing the bar) shows the mirror below MinScore with 95%
-		// confidence. A bare score test would withdraw sound decisions by
-		// chance: a mirror whose true score is 0.9 falls below 0.8 in one
-		// stream of 20 in ten.
-		if c.Verified >= d.o.Sample && wilsonUpper(c.VerifyMatched, c.Verified) < d.o.MinScore {
+		// The stream is an unbiased sample of what the decision skips (the
+		// deciding comparisons were selected by passing the bound). It
+		// runs the same test, held at the upper bound whenever it confirms
+		// the mirror, so that a mirror that stops being one is noticed
+		// after about as many comparisons as a fresh candidate takes to be
+		// rejected, however long it was sound.
+		c.VerifyLLR = min(c.VerifyLLR+d.t.step(match), d.t.accept)
+		if c.VerifyLLR <= d.t.reject {
 			c.Decided, c.Withdrawn = false, true
+			c.LLR, c.VerifyLLR = d.t.reject, 0
 			return WithdrawnNow
 		}
 		return NoChange
@@ -330,46 +412,22 @@ func (d *Detector) Compare(key string, match, verification bool) Event {
 	if match {
 		c.Matched++
 	}
-	if c.Compared >= d.o.Sample && c.Score() >= d.o.MinScore {
-		c.Decided = true
+	c.LLR = max(c.LLR+d.t.step(match), d.t.reject)
+	switch {
+	case c.LLR >= d.t.accept:
+		c.Decided, c.Withdrawn = true, false
 		// The mirror is the side of the copy in the duplicate pair that
 		// proposed the candidate (usually the seed fetched second). Later
 		// pairs are no guide: verification samples on an idle mirror are
 		// often fetched before their counterparts on a busy original.
 		c.Mirror = SideA
 		return DecidedNow
-	}
-	// Reject only on clear evidence: independent sites score near 0 (0.4%
-	// on the corpus), while a partial mirror's first comparisons can be its
-	// table-of-contents pages, which differ where whole sections are missing.
-	// In between, the candidate stays undecided and keeps its copy side held.
-	if c.Compared >= 3*d.o.Sample && c.Score() < rejectScore {
+	case c.LLR <= d.t.reject && !c.Withdrawn:
 		c.Withdrawn = true
 		return WithdrawnNow
 	}
 	return NoChange
 }
-
-// wilsonUpper is the upper end of the one-sided 95% Wilson score interval
-// for a proportion of k successes in n trials.
-func wilsonUpper(k, n int) float64 {
-	if n <= 0 {
-		return 1
-	}
-	const z = 1.6448536269514722 // one-sided 95%
-	p, fn := float64(k)/float64(n), float64(n)
-	denom := 1 + z*z/fn
-	center := p + z*z/(2*fn)
-	half := z * math.Sqrt(p*(1-p)/fn+z*z/(4*fn*fn))
-	return (center + half) / denom
-}
-
-// rejectScore is the score below which an undecided candidate is rejected
-// after 3 x Sample comparisons. Independent builds of one site score 0.004 on
-// the corpus; a partial mirror whose first samples are its table-of-contents
-// pages (which list the sections the other side lacks) can spend 20
-// comparisons near 0.4 before its ordinary pages come in.
-const rejectScore = 0.25
 
 // SkipTarget reports whether u lies on the mirror side of a decided
 // cross-host mirror, and returns its counterpart on the original. Same-host
@@ -446,8 +504,8 @@ func betterSupported(a, b *Candidate) bool {
 	if a.Decided != b.Decided {
 		return a.Decided
 	}
-	if a.Matched != b.Matched {
-		return a.Matched > b.Matched
+	if a.LLR != b.LLR {
+		return a.LLR > b.LLR
 	}
 	return a.Pairs > b.Pairs
 }
@@ -717,7 +775,7 @@ func (d *Detector) Restore(cs []Candidate) error {
 }
 
 // Qualified reports whether a same-host candidate has enough evidence to be
-// reported as a replicated prefix (it is never acted on).
+// reported as a replicated prefix (it is never acted on): the test decided it.
 func (d *Detector) Qualified(c Candidate) bool {
-	return c.Compared >= d.o.Sample && c.Score() >= d.o.MinScore
+	return c.Decided || (!c.Withdrawn && c.LLR >= d.t.accept)
 }
