@@ -22,14 +22,16 @@ import (
 //   - A candidate with m < L equal samples is rejected without settling. L is
 //     the largest count with P(Bin(n, t) < L) <= SettleMissBound (1e-6): for
 //     n = 84, t = 0.95, L = 68 (estimate 0.810), and a pair at J >= 0.95
-//     falls below it with probability P(Bin(84, 0.95) <= 67) = 7.8e-7 (less
-//     at higher J: 3.5e-9 at J = 0.97). One more, L = 69, would miss with
-//     3.8e-6.
+//     falls below it with probability P(Bin(84, 0.95) <= 67) = 7.8e-7
+//     (less at higher J: 3.4e-8 at J = 0.96, 4.8e-10 at J = 0.97). One
+//     more, L = 69, would miss with 3.8e-6.
 //   - Every candidate with m >= L is settled: its exact Jaccard is computed
-//     and it is a near duplicate when J >= t. No estimate is safe to accept
-//     without settling: 84/84 happens at J = 0.93 with probability
-//     0.93^84 = 0.23%, at J = 0.90 with 1.4e-4 (at J = 0.80 with 7.2e-9).
-//     Settlement therefore never drops a pair with exact J < t.
+//     and it is a near duplicate when J >= t. Settlement therefore never
+//     drops a pair with exact J < t. No estimate is accepted unsettled:
+//     accepting 84 of 84 would meet the bound "never below J = 0.80"
+//     (0.8^84 = 7.2e-9) but drop pairs at J = 0.93 with probability
+//     0.93^84 = 0.23% and at J = 0.90 with 1.4e-4, to save a settlement that
+//     costs about 40 us for a page of 500 words (BENCHMARKS.md).
 //   - Candidates in the band are settled best estimate first (ties: smaller
 //     page id), at most MaxSettle (3) per page; the first with J >= t is the
 //     original. A page with more than 3 candidates in the band and none of
