@@ -50,7 +50,8 @@ type RobotsSource interface {
 // Detector is the near-duplicate detector.
 type Detector interface {
 	Sign(tokens []string) *dedup.Signature
-	CheckAndAdd(id uint64, sig *dedup.Signature) dedup.Decision
+	Shingles(tokens []string, dst []uint64) []uint64
+	CheckAndAddSettled(id uint64, sig *dedup.Signature, settle dedup.Settler) dedup.Decision
 	Add(id uint64, sig *dedup.Signature)
 }
 
@@ -469,6 +470,39 @@ func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
 	e.commit(it, p, c, res)
 }
 
+// settler returns the exact settlement of a page's near-duplicate
+// candidates (dedup.Settler): the Jaccard similarity of the page's looped
+// shingles and those of the candidate's stored visible text, tokenized as
+// parse.Parse tokenized it (parse.Tokenize, cut at Parse.MaxTokens). It runs
+// in the serial commit, only for candidates whose sketch estimate is in the
+// settled band (at most dedup.MaxSettle per page): one text read and two
+// shinglings. A resumed crawl settles the same way: the texts are in the
+// store. With url_tokens the tokens hold URLs that the stored text lacks, so
+// there is no settlement (nil: the sketch rule).
+func (e *Engine) settler(tokens []string) dedup.Settler {
+	if e.o.Parse.URLTokens {
+		return nil
+	}
+	var mine, theirs []uint64
+	var words []string
+	return func(original uint64) (float64, bool) {
+		text, err := e.db.Text(original)
+		if err != nil {
+			e.logger.Warn("near-duplicate candidate not settled: text unreadable", "page", original, "err", err)
+			return 0, false
+		}
+		words = parse.Tokenize(words[:0], text)
+		if m := e.o.Parse.MaxTokens; m > 0 && len(words) > m {
+			words = words[:m]
+		}
+		if mine == nil {
+			mine = e.det.Shingles(tokens, nil)
+		}
+		theirs = e.det.Shingles(words, theirs[:0])
+		return dedup.ExactJaccard(mine, theirs), true
+	}
+}
+
 // followable returns the canonical URLs of the links a page offers to follow
 // (rel=nofollow dropped unless configured), in order, without repeats. It
 // runs in the worker, outside the serial commit.
@@ -614,7 +648,7 @@ func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res 
 	if c != nil && c.known != nil {
 		decision = *c.known
 	} else if c != nil && c.sig.Words > 0 {
-		decision = e.det.CheckAndAdd(p.ID, c.sig)
+		decision = e.det.CheckAndAddSettled(p.ID, c.sig, e.settler(c.doc.Tokens))
 		if decision.Class != dedup.Unique && decision.Original == p.ID {
 			// A URL fetched again (queued twice) is not a copy of itself.
 			decision = dedup.Decision{}

@@ -10,7 +10,9 @@
 // simhash. CheckAndAdd finds candidates through the exact fingerprint, the
 // supershingle subset keys and a simhash index (PSM or BPHS), verifies them
 // with the Jaccard similarity estimated from the stored sketches, and indexes
-// the page when it is new. Everything is online, in memory, and pure: the
+// the page when it is new. CheckAndAddSettled settles the candidates whose
+// estimate is near the threshold on their exact Jaccard similarity, computed
+// by the caller (settle.go). Everything is online, in memory, and pure: the
 // crawl engine persists signatures and rebuilds the index with Add.
 package dedup
 
@@ -57,8 +59,9 @@ const (
 type Decision struct {
 	Class      Class   // Unique, Exact, Near
 	Original   uint64  // doc id of the page this one duplicates (0 if Unique)
-	Similarity float64 // 1 for exact, estimated Jaccard for near
+	Similarity float64 // 1 for exact; for near, the exact Jaccard if Settled, else the sketch estimate
 	Method     string  // "exact", "supershingle", "simhash" (the index that produced the verified candidate)
+	Settled    bool    // near: decided on the exact Jaccard similarity (a Settler's)
 }
 
 // Detector indexes signatures and decides duplicates. It is safe for concurrent use.
@@ -67,6 +70,7 @@ type Detector struct {
 	filter FilterOptions
 	sg     *signer
 	combos [][]uint8
+	floor  int // equal samples from which a candidate is settled (settleFloor)
 
 	mu       sync.Mutex
 	ids      []uint64          // slot -> doc id
@@ -75,6 +79,7 @@ type Detector struct {
 	super    *superIndex       // subset keys -> slot
 	sim      SimhashIndex      // nil when Simhash is off
 	cands    []uint32          // scratch, under mu
+	ranked   []rankedCand      // settle's scratch, under mu
 	probe    probeScratch      // superCandidates' working arrays (under mu)
 }
 
@@ -90,6 +95,7 @@ func New(o Options) (*Detector, error) {
 		filter: f,
 		sg:     newSigner(o),
 		combos: combinations(f.K, f.R),
+		floor:  settleFloor(o.Samples, o.Threshold),
 		exact:  make(map[uint64]uint32),
 		super:  newSuperIndex(),
 	}
@@ -176,8 +182,20 @@ func (d *Detector) usable(sig *Signature) bool {
 // Unique, indexes it under id, atomically: of two concurrent calls with
 // identical pages exactly one is Unique. Duplicates are not indexed (the
 // representative stays the first page). Pages with Words == 0 are never
-// duplicates and are not indexed.
+// duplicates and are not indexed. A candidate is a near duplicate when its
+// estimated Jaccard similarity (equal sketch samples) reaches the threshold:
+// the sketch rule, which misses 41% of the pairs at J = 0.95 that the filter
+// proposes. CheckAndAddSettled decides on the exact similarity instead.
 func (d *Detector) CheckAndAdd(id uint64, sig *Signature) Decision {
+	return d.CheckAndAddSettled(id, sig, nil)
+}
+
+// CheckAndAddSettled is CheckAndAdd with exact settlement: every candidate
+// whose estimate is at least SettleFloor()/Samples is decided on the exact
+// Jaccard similarity that settle returns, at most MaxSettle per call, best
+// estimate first (the rule and its error rates are in settle.go). A nil
+// settle is the sketch rule of CheckAndAdd.
+func (d *Detector) CheckAndAddSettled(id uint64, sig *Signature, settle Settler) Decision {
 	if sig == nil || sig.Words == 0 {
 		return Decision{Class: Unique}
 	}
@@ -192,7 +210,7 @@ func (d *Detector) CheckAndAdd(id uint64, sig *Signature) Decision {
 		return Decision{Class: Exact, Original: d.ids[slot], Similarity: 1, Method: MethodExact}
 	}
 	if ok {
-		if dec, found := d.near(sig, keys[:len(d.combos)]); found {
+		if dec, found := d.near(sig, keys[:len(d.combos)], settle); found {
 			return dec
 		}
 	}
@@ -246,14 +264,21 @@ func (d *Detector) addLocked(id uint64, sig *Signature, usable bool, keys []uint
 }
 
 // near looks for a verified near-duplicate, supershingle candidates first.
-func (d *Detector) near(sig *Signature, keys []uint64) (Decision, bool) {
+func (d *Detector) near(sig *Signature, keys []uint64, settle Settler) (Decision, bool) {
+	st := settleState{fn: settle}
+	verify := func(method string) (Decision, bool) {
+		if settle != nil {
+			return d.settle(sig, method, &st)
+		}
+		return d.verify(sig, method)
+	}
 	d.cands = d.cands[:0]
 	limit := d.opt.MaxCandidates
 	d.superCandidates(keys, func(slot uint32) bool {
 		d.addCand(slot)
 		return len(d.cands) < limit
 	})
-	if dec, ok := d.verify(sig, MethodSupershingle); ok {
+	if dec, ok := verify(MethodSupershingle); ok {
 		return dec, true
 	}
 	if d.sim == nil {
@@ -264,7 +289,7 @@ func (d *Detector) near(sig *Signature, keys []uint64) (Decision, bool) {
 		d.addCand(slot)
 		return len(d.cands) < limit
 	})
-	return d.verify(sig, MethodSimhash)
+	return verify(MethodSimhash)
 }
 
 // superCandidates calls fn with the slot of every indexed key equal to one of

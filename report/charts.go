@@ -51,8 +51,12 @@ type chart struct {
 	Texts   []svgText
 	Points  string // polyline points, "x,y x,y ..."
 	Dots    []svgDot
-	Legend  []legendItem
-	Empty   string // shown in the plot area when there is no data
+	// Measured is a second series over the same axes (the measured
+	// end-to-end curve), drawn dashed with its own dots.
+	Measured     string
+	MeasuredDots []svgDot
+	Legend       []legendItem
+	Empty        string // shown in the plot area when there is no data
 }
 
 // Histogram of near-duplicate similarity.
@@ -61,7 +65,7 @@ const (
 	histBins       = 10
 )
 
-// similarityHistogram counts near-duplicate pages by estimated similarity in
+// similarityHistogram counts near-duplicate pages by similarity in
 // histBins equal bins over [histLo, histHi]; values outside the range are
 // counted in the first or last bin.
 func similarityHistogram(pages []Page) [histBins]int {
@@ -131,7 +135,7 @@ func histogramChart(pages []Page) chart {
 	c := chart{
 		ID:    "chart-similarity",
 		Title: "Near-duplicate similarity",
-		Caption: fmt.Sprintf("Estimated Jaccard resemblance of near-duplicate pages to their originals, "+
+		Caption: fmt.Sprintf("Jaccard resemblance of near-duplicate pages to their originals (exact when settled on the shingle sets), "+
 			"in %d bins over %.2f–%.2f.", histBins, histLo, histHi),
 		W: 480, H: 290,
 	}
@@ -161,7 +165,7 @@ func histogramChart(pages []Page) chart {
 		x := f.x(v, histLo, histHi)
 		c.Texts = append(c.Texts, svgText{X: x, Y: f.bottom() + 16, Anchor: "middle", Class: "tick", Text: fmt.Sprintf("%.2f", v)})
 	}
-	f.axes(&c, "estimated Jaccard similarity", "near-duplicate pages")
+	f.axes(&c, "Jaccard similarity", "near-duplicate pages")
 	if most == 0 {
 		c.Empty = "no near-duplicates found"
 	}
@@ -275,8 +279,9 @@ func hostChart(pages []Page) chart {
 	return c
 }
 
-// curveChart draws the supershingle filter curve P(match | J).
-func curveChart(points []CurvePoint, filter string) chart {
+// curveChart draws the supershingle filter curve P(match | J) and, when
+// measured, the end-to-end curve next to it.
+func curveChart(points, measured []CurvePoint, filter string) chart {
 	c := chart{
 		ID:    "chart-filter",
 		Title: "Supershingle filter curve",
@@ -286,6 +291,12 @@ func curveChart(points []CurvePoint, filter string) chart {
 	}
 	if filter != "" {
 		c.Caption += " Filter: " + filter + "."
+	}
+	if len(measured) > 0 {
+		c.Caption += " Dashed: measured end to end, the share of constructed page pairs at exactly J " +
+			"that the crawl's detector drops (candidates from the filter and simhash, near the threshold " +
+			"settled on the exact Jaccard)."
+		c.Legend = []legendItem{{Class: "s-theory", Label: "filter, theory"}, {Class: "s-measured", Label: "dropped, measured end to end"}}
 	}
 	f := frame{left: 56, top: 16, width: 404, height: 214}
 	f.yTicks(&c, 1, 0.2, "%.1f")
@@ -312,6 +323,22 @@ func curveChart(points []CurvePoint, filter string) chart {
 	c.Points = string(pts)
 	if len(c.Dots) > 40 {
 		c.Dots = nil // a dense curve reads better as a line alone
+	}
+	pts = nil
+	for _, p := range measured {
+		if math.IsNaN(p.Jaccard) || math.IsNaN(p.Probability) {
+			continue
+		}
+		x, y := f.x(min(max(p.Jaccard, 0), 1), 0, 1), f.y(min(max(p.Probability, 0), 1), 0, 1)
+		if len(pts) > 0 {
+			pts = append(pts, ' ')
+		}
+		pts = fmt.Appendf(pts, "%.1f,%.1f", x, y)
+		c.MeasuredDots = append(c.MeasuredDots, svgDot{X: x, Y: y, Tip: fmt.Sprintf("J = %.3f: dropped %.3f (measured)", p.Jaccard, p.Probability)})
+	}
+	c.Measured = string(pts)
+	if len(c.MeasuredDots) > 40 {
+		c.MeasuredDots = nil
 	}
 	if c.Points == "" {
 		c.Empty = "no filter curve in the data"

@@ -164,7 +164,7 @@ func newHTMLView(d *Data) *htmlView {
 		{Label: "Mirror-skipped", Value: formatInt(bc[ClassMirrorSkipped]), Class: "c-mirror_skipped",
 			Note: formatInt(v.RequestsSaved) + " requests saved"},
 	}
-	v.Charts = []chart{histogramChart(d.Pages), curveChart(d.Curve, d.Filter)}
+	v.Charts = []chart{histogramChart(d.Pages), curveChart(d.Curve, d.EndToEnd, d.Filter)}
 	v.HostChart = hostChart(d.Pages)
 	return v
 }

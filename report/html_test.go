@@ -254,3 +254,53 @@ func TestHostsCardNote(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteHTMLEndToEndCurve: the measured end-to-end curve is drawn next
+// to the filter's, as a second polyline with a dot per point and a legend,
+// and is written to JSON sorted by Jaccard; without it the chart is as before
+// and the JSON has no end_to_end_curve.
+func TestWriteHTMLEndToEndCurve(t *testing.T) {
+	d := sampleData(t)
+	d.EndToEnd = []CurvePoint{{Jaccard: 0.97, Probability: 0.99}, {Jaccard: 0.9, Probability: 0}, {Jaccard: 0.95, Probability: 0.93}}
+	svg := svgs(t, renderHTML(t, d))["chart-filter"]
+	c := xmlCount(t, svg)
+	if c["polyline"] != 2 {
+		t.Fatalf("filter chart has %d polylines, want the theory and the measured curve", c["polyline"])
+	}
+	m := regexp.MustCompile(`<polyline class="curve measured" points="([^"]*)"`).FindStringSubmatch(svg)
+	if m == nil || len(strings.Fields(m[1])) != 3 {
+		t.Errorf("measured curve %q, want 3 points", m)
+	}
+	if n := strings.Count(svg, `<circle class="measured"`); n != 3 {
+		t.Errorf("%d measured dots, want 3", n)
+	}
+	if !strings.Contains(svg, "J = 0.950: dropped 0.930 (measured)") {
+		t.Error("measured dot lacks its tooltip")
+	}
+	out := renderHTML(t, d)
+	if !strings.Contains(out, "dropped, measured end to end") || !strings.Contains(out, "Dashed: measured end to end") {
+		t.Error("no legend or caption for the measured curve")
+	}
+
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, d); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"end_to_end_curve": [
+    {
+      "jaccard": 0.9,`) {
+		t.Errorf("end_to_end_curve missing or unsorted:\n%s", buf.String())
+	}
+
+	d.EndToEnd = nil
+	if c := xmlCount(t, svgs(t, renderHTML(t, d))["chart-filter"]); c["polyline"] != 1 {
+		t.Errorf("without a measured curve: %d polylines, want 1", c["polyline"])
+	}
+	buf.Reset()
+	if err := WriteJSON(&buf, d); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "end_to_end_curve") {
+		t.Error("end_to_end_curve written without a measured curve")
+	}
+}

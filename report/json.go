@@ -57,6 +57,8 @@ func normalized(d *Data) *Data {
 		n.Curve = []CurvePoint{}
 	}
 	slices.SortStableFunc(n.Curve, func(a, b CurvePoint) int { return cmp.Compare(a.Jaccard, b.Jaccard) })
+	n.EndToEnd = slices.Clone(d.EndToEnd)
+	slices.SortStableFunc(n.EndToEnd, func(a, b CurvePoint) int { return cmp.Compare(a.Jaccard, b.Jaccard) })
 	return &n
 }
 

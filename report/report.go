@@ -53,7 +53,7 @@ type Page struct {
 	Title       string    `json:"title,omitempty"`
 	Class       string    `json:"class"`                  // one of the Class* constants
 	DuplicateOf string    `json:"duplicate_of,omitempty"` // URL of the original
-	Similarity  float64   `json:"similarity,omitempty"`   // estimated Jaccard (1 for exact)
+	Similarity  float64   `json:"similarity,omitempty"`   // Jaccard: exact when settled, else estimated (1 for exact)
 	Method      string    `json:"method,omitempty"`       // one of the Method* constants
 	Depth       int       `json:"depth"`
 	FetchedAt   time.Time `json:"fetched_at"`
@@ -153,6 +153,10 @@ type Data struct {
 	IrrelevantParams   []IrrelevantParam `json:"irrelevant_params"`   // learned per host; never null
 	Filter             string            `json:"filter"`              // e.g. "altavista 6x14 r=2"
 	Curve              []CurvePoint      `json:"filter_curve"`
+	// EndToEnd is the measured end-to-end curve: the share of page pairs
+	// at exact Jaccard J that the detector drops (filter, simhash and
+	// verification together, dedup.EndToEndCurve). Absent when not measured.
+	EndToEnd []CurvePoint `json:"end_to_end_curve,omitempty"`
 	// Damage lists the damaged files of the crawl's store and what each
 	// costs, one line each ("000001.vlog: 3 value(s) fail their checksum
 	// ..."); absent when the store is sound.

@@ -55,6 +55,10 @@ type browserResult struct {
 		ID, Title     string
 		Shapes        int
 		Width, Height float64
+		Curves        []struct {
+			Class, Stroke, Dash string
+			Width, Height       float64
+		}
 	}
 	HostRows    [][]string
 	Clusters    int
@@ -225,6 +229,27 @@ func TestBrowserCorpusReport(t *testing.T) {
 		}
 		if ch.Shapes == 0 {
 			t.Errorf("chart %s (%s) draws nothing", ch.ID, ch.Title)
+		}
+		if ch.ID != "chart-filter" {
+			continue
+		}
+		// The filter's theoretical curve and the measured end-to-end
+		// curve: both drawn across the plot, told apart by colour and dash.
+		if len(ch.Curves) != 2 {
+			t.Errorf("filter chart draws %d curves, want the theory and the measured one: %+v", len(ch.Curves), ch.Curves)
+			continue
+		}
+		theory, measured := ch.Curves[0], ch.Curves[1]
+		if measured.Class != "curve measured" || theory.Class != "curve" {
+			t.Errorf("filter chart curves %q and %q", theory.Class, measured.Class)
+		}
+		for _, cv := range ch.Curves {
+			if cv.Width < 100 || cv.Height < 50 {
+				t.Errorf("curve %q is %.0fx%.0f px", cv.Class, cv.Width, cv.Height)
+			}
+		}
+		if measured.Stroke == theory.Stroke || measured.Dash == "none" || measured.Dash == "" {
+			t.Errorf("measured curve (stroke %s, dash %q) is not told apart from the theory (stroke %s)", measured.Stroke, measured.Dash, theory.Stroke)
 		}
 	}
 

@@ -27,7 +27,7 @@ Usage:
   crawler export --data DIR --format jsonl|warc --out PATH [--all] [--include-duplicates]
   crawler report --data DIR [--format text|json|html] [--out PATH]
   crawler serve  --data DIR [--addr 127.0.0.1:8080]   the HTML report and /metrics over HTTP
-  crawler dedup curve [--config FILE]
+  crawler dedup curve [--config FILE] [--filter altavista|bing] [--pairs N]
   crawler demo   [--web DIR] [--data DIR]
   crawler config              print the default configuration
   crawler version

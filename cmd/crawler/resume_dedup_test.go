@@ -180,7 +180,7 @@ func TestResumeDedupAcrossRestart(t *testing.T) {
 			t.Errorf("B found by method %q, want %q or %q", b.Method, dedup.MethodSupershingle, dedup.MethodSimhash)
 		}
 		if b.Similarity < 0.95 || b.Similarity != bSim {
-			t.Errorf("B similarity %.4f, want the sketch estimate %.4f (>= 0.95)", b.Similarity, bSim)
+			t.Errorf("B similarity %.4f, want the exact Jaccard %.4f of the settled candidate (>= 0.95)", b.Similarity, bSim)
 		}
 		if c.Class != "exact_duplicate" || c.DuplicateOf != aURL || c.Method != dedup.MethodExact || c.Similarity != 1 {
 			t.Errorf("C %s after the restart: class %q duplicate_of %q method %q similarity %v, want exact_duplicate of %s",
@@ -260,8 +260,9 @@ func TestResumeDedupAcrossRestart(t *testing.T) {
 // parser and dedup options, so the fixture cannot drift out of what the
 // test means: B is a near-duplicate of A (exact Jaccard of the looped
 // shingles 0.96-0.98, estimated >= the threshold, found by the index on its
-// own) and C has exactly A's token stream. It returns the estimated Jaccard
-// of A and B.
+// own) and C has exactly A's token stream. It returns the exact Jaccard of
+// A and B, the similarity the crawl records (it settles the candidate on the
+// stored text).
 func checkResumeDedupFixture(t *testing.T, files map[string]string) float64 {
 	t.Helper()
 	cfg, err := configs.Load("")
@@ -318,7 +319,7 @@ func checkResumeDedupFixture(t *testing.T, files map[string]string) float64 {
 	if dec := det.CheckAndAdd(3, det.Sign(c)); dec.Class != dedup.Exact || dec.Original != 1 {
 		t.Errorf("C against A: %+v, want exact duplicate of 1", dec)
 	}
-	return est
+	return exact
 }
 
 // resumeDedupJaccard is the Jaccard similarity of two sets of shingle

@@ -59,7 +59,11 @@ func startServe(addr string, db *storage.DB, cfg configs.Config, snapshot func()
 	if err != nil {
 		return nil, err
 	}
-	o := live.Options{Filter: name, Curve: curve, RuntimeMetrics: true, Logger: logger.With("system", "serve")}
+	e2e, err := endToEndCurve(cfg)
+	if err != nil {
+		return nil, err
+	}
+	o := live.Options{Filter: name, Curve: curve, EndToEnd: e2e, RuntimeMetrics: true, Logger: logger.With("system", "serve")}
 	if snapshot != nil {
 		o.Live = true
 		o.Snapshot = func() (crawl.Stats, error) { return snapshot(), nil }

@@ -156,8 +156,9 @@ func signAll(d *dedup.Detector, urls []string, pages map[string][]string) []*ded
 	return sigs
 }
 
-// online feeds every page to a Detector in order; a pair is matched when both
-// pages end up represented by the same kept page.
+// online feeds every page to a Detector in order, settling candidates on the
+// exact Jaccard of the shingle sets as the crawl does (CheckAndAddSettled); a
+// pair is matched when both pages end up represented by the same kept page.
 func online(opts dedup.Options, urls []string, sigs []*dedup.Signature, sets [][]uint64, pairs []Pair, words []int) Setting {
 	d, err := dedup.New(opts)
 	if err != nil {
@@ -167,7 +168,9 @@ func online(opts dedup.Options, urls []string, sigs []*dedup.Signature, sets [][
 	st := Setting{Name: "combined+verify", DroppedByIndex: map[string]int{}}
 	for i, s := range sigs {
 		rep[i] = i
-		dec := d.CheckAndAdd(uint64(i+1), s)
+		dec := d.CheckAndAddSettled(uint64(i+1), s, func(orig uint64) (float64, bool) {
+			return Jaccard(sets[i], sets[orig-1]), true
+		})
 		if dec.Class == dedup.Unique {
 			continue
 		}

@@ -46,6 +46,8 @@ type Options struct {
 	// the report (see crawl.ReportData).
 	Filter string
 	Curve  []report.CurvePoint
+	// EndToEnd is the measured end-to-end curve (report.Data.EndToEnd).
+	EndToEnd []report.CurvePoint
 	// Snapshot gives the counters for /metrics and tells whether the crawl
 	// runs; nil reads them from the store (crawl.StoredStats) per scrape.
 	Snapshot SnapshotFunc
@@ -176,6 +178,7 @@ func (h *Handler) render(format string, write func(io.Writer, *report.Data) erro
 	if err != nil {
 		return nil, fmt.Errorf("read report data: %w", err)
 	}
+	d.EndToEnd = h.o.EndToEnd
 	var buf bytes.Buffer
 	if err := write(&buf, d); err != nil {
 		return nil, err

@@ -74,6 +74,10 @@ async function main() {
           id: s.id,
           title: text(s.querySelector('title')),
           shapes: s.querySelectorAll('rect, polyline, circle').length,
+          curves: [...s.querySelectorAll('polyline')].map((p) => ({
+            class: p.getAttribute('class') ?? '', stroke: getComputedStyle(p).stroke,
+            dash: getComputedStyle(p).strokeDasharray, ...box(p),
+          })),
           ...box(s),
         })),
         hostRows: [...document.querySelectorAll('#hosts table tbody tr')].map((tr) => [...tr.cells].map((td) => td.innerText.trim())),
