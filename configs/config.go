@@ -145,6 +145,7 @@ type Mirror struct {
 	OtherShare   float64 `yaml:"other_share"`
 	FalseMirror  float64 `yaml:"false_mirror"`
 	MissedMirror float64 `yaml:"missed_mirror"`
+	MaxCompared  int     `yaml:"max_compared"`
 	Sample       int     `yaml:"sample"`
 	VerifyEvery  int     `yaml:"verify_every"`
 }
@@ -350,6 +351,9 @@ func (c Config) Validate() error {
 	}
 	if !(m.FalseMirror > 0 && m.FalseMirror < 0.5) {
 		bad("mirror.false_mirror must be above 0 and below 0.5, got %g", m.FalseMirror)
+	}
+	if m.MaxCompared < 1 {
+		bad("mirror.max_compared must be >= 1, got %d", m.MaxCompared)
 	}
 	if !(m.MissedMirror > 0 && m.MissedMirror < 0.5) {
 		bad("mirror.missed_mirror must be above 0 and below 0.5, got %g", m.MissedMirror)

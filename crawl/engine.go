@@ -51,6 +51,7 @@ type RobotsSource interface {
 type Detector interface {
 	Sign(tokens []string) *dedup.Signature
 	Shingles(tokens []string, dst []uint64) []uint64
+	Options() dedup.Options
 	CheckAndAddSettled(id uint64, sig *dedup.Signature, settle dedup.Settler) dedup.Decision
 	Add(id uint64, sig *dedup.Signature)
 }
@@ -453,9 +454,6 @@ func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
 	p.Words = len(doc.Tokens)
 	p.Links = len(doc.Links)
 	c := &pageContent{doc: doc, links: e.followable(doc)}
-	if e.o.Mirror != nil && len(doc.Tokens) > 0 {
-		p.Shape = mirror.Shape(doc.Tokens)
-	}
 	// A payload byte-identical to a page already seen has the same token
 	// stream: it is an exact duplicate without signing it again.
 	digest := payloadKey(p.SHA256)
@@ -477,7 +475,8 @@ func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
 // in the serial commit, only for candidates whose sketch estimate is in the
 // settled band (at most dedup.MaxSettle per page): one text read and two
 // shinglings. A resumed crawl settles the same way: the texts are in the
-// store. With url_tokens the tokens hold URLs that the stored text lacks, so
+// store. With title_tokens the candidate's title (in its page record) comes
+// first. With url_tokens the tokens hold URLs that the stored text lacks, so
 // there is no settlement (nil: the sketch rule).
 func (e *Engine) settler(tokens []string) dedup.Settler {
 	if e.o.Parse.URLTokens {
@@ -486,14 +485,13 @@ func (e *Engine) settler(tokens []string) dedup.Settler {
 	var mine, theirs []uint64
 	var words []string
 	return func(original uint64) (float64, bool) {
-		text, err := e.db.Text(original)
+		rec, err := e.db.Page(original)
+		if err == nil {
+			words, err = e.pageTokensTo(words[:0], rec)
+		}
 		if err != nil {
 			e.logger.Warn("near-duplicate candidate not settled: text unreadable", "page", original, "err", err)
 			return 0, false
-		}
-		words = parse.Tokenize(words[:0], text)
-		if m := e.o.Parse.MaxTokens; m > 0 && len(words) > m {
-			words = words[:m]
 		}
 		if mine == nil {
 			mine = e.det.Shingles(tokens, nil)
@@ -501,6 +499,34 @@ func (e *Engine) settler(tokens []string) dedup.Settler {
 		theirs = e.det.Shingles(words, theirs[:0])
 		return dedup.ExactJaccard(mine, theirs), true
 	}
+}
+
+// pageTokens returns the token stream of stored page rec as the dedup signed
+// it (without URL tokens): its title's words with title_tokens, then its
+// visible text's, cut at Parse.MaxTokens.
+func (e *Engine) pageTokens(rec *storage.Page) ([]string, error) {
+	return e.pageTokensTo(nil, rec)
+}
+
+func (e *Engine) pageTokensTo(dst []string, rec *storage.Page) ([]string, error) {
+	text, err := e.db.Text(rec.ID)
+	if err != nil {
+		return dst, err
+	}
+	return e.storedTokens(dst, rec.Title, text), nil
+}
+
+// storedTokens tokenizes a page's title and text as parse.Parse does (the
+// title only with title_tokens; no URL tokens), cut at Parse.MaxTokens.
+func (e *Engine) storedTokens(dst []string, title, text string) []string {
+	if e.o.Parse.TitleTokens {
+		dst = parse.Tokenize(dst, title)
+	}
+	dst = parse.Tokenize(dst, text)
+	if m := e.o.Parse.MaxTokens; m > 0 && len(dst) > m {
+		dst = dst[:m]
+	}
+	return dst
 }
 
 // followable returns the canonical URLs of the links a page offers to follow
@@ -682,7 +708,7 @@ func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res 
 				p.Class = storage.ClassUnique
 			}
 			if e.o.Mirror != nil {
-				w, dec, err := e.mirrorEvidence(tx, p, c.links)
+				w, dec, err := e.mirrorEvidence(tx, p, c.doc, c.links)
 				if err != nil {
 					return err
 				}

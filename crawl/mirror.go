@@ -1,12 +1,15 @@
 package crawl
 
 import (
+	"errors"
 	"encoding/json"
 	"strings"
 	"time"
 
+	"github.com/horseshoe-crawler/horseshoe/dedup"
 	"github.com/horseshoe-crawler/horseshoe/frontier"
 	"github.com/horseshoe-crawler/horseshoe/mirror"
+	"github.com/horseshoe-crawler/horseshoe/parse"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
 
@@ -159,7 +162,7 @@ func (e *Engine) skipMirrorLink(tx *storage.Tx, cu string, via *storage.Page) (s
 // mirrorEvidence proposes candidates from a duplicate pair and compares the
 // page with its counterparts under every candidate that were fetched before.
 // It returns the keys of decisions withdrawn by the comparison.
-func (e *Engine) mirrorEvidence(tx *storage.Tx, p *storage.Page, links []string) (withdrawn, decided []string, err error) {
+func (e *Engine) mirrorEvidence(tx *storage.Tx, p *storage.Page, doc *parse.Document, links []string) (withdrawn, decided []string, err error) {
 	det := e.o.Mirror
 	if (p.Class == storage.ClassExact || p.Class == storage.ClassNear) && p.DuplicateOf != "" {
 		// The pair's link evidence: do the copy's links map onto the
@@ -212,13 +215,18 @@ func (e *Engine) mirrorEvidence(tx *storage.Tx, p *storage.Page, links []string)
 		if err != nil {
 			return nil, nil, err
 		}
-		if !hasShape(rec) {
+		if !hasContent(rec) || !hasContent(p) {
 			continue
 		}
-		// The same page up to numbers (dates, versions). Near-duplicates
-		// do not count: two independent builds of one site are
-		// near-duplicates everywhere without being a mirror.
-		match := rec.Shape == p.Shape
+		// The pages match when the crawler's own duplicate decision calls
+		// them duplicates (seed 004: "identical (or near identical)").
+		// Two builds of one site that differ page by page in more than the
+		// near-duplicate threshold allows match on few paths, and the
+		// sequential test rejects them.
+		match, err := e.samePage(p, doc, rec)
+		if err != nil {
+			return nil, nil, err
+		}
 		switch det.Compare(cp.Key, match, p.Verify || rec.Verify) {
 		case mirror.DecidedNow:
 			c, _ := det.Candidate(cp.Key)
@@ -365,7 +373,7 @@ func (e *Engine) onDecided(key string) {
 // fetched counterparts; sampled against queued ones, many turn out to be
 // paths the original lacks and prove nothing.)
 func (e *Engine) sampleWaiting(tx *storage.Tx, p *storage.Page) ([]frontier.Item, error) {
-	if !hasShape(p) || !e.o.Mirror.WantsSamples(p.URL) {
+	if !hasContent(p) || !e.o.Mirror.WantsSamples(p.URL) {
 		return nil, nil
 	}
 	deps, err := tx.Dependents(p.URL)
@@ -419,12 +427,43 @@ func comparable(tx *storage.Tx, id uint64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return hasShape(rec), nil
+	return hasContent(rec), nil
 }
 
-// hasShape reports whether p holds content whose shape mirror comparisons use.
-func hasShape(p *storage.Page) bool {
-	return p.Status == 200 && p.Shape != 0 && isContent(p.Class)
+// hasContent reports whether p holds text a mirror comparison can use.
+func hasContent(p *storage.Page) bool {
+	return p.Status == 200 && p.Words > 0 && isContent(p.Class)
+}
+
+// samePage reports whether the crawler's duplicate decision calls p (parsed
+// from doc, being committed) and rec (a stored page) duplicates: the same
+// payload, one recorded as the other's duplicate, or the exact Jaccard of
+// their looped shingle sets at least the near-duplicate threshold. The
+// shingles are those of the token stream the dedup signs, made from the
+// visible text (and the title, with title_tokens); with url_tokens, whose
+// URL tokens the stored text lacks, both sides are compared on their text
+// alone.
+func (e *Engine) samePage(p *storage.Page, doc *parse.Document, rec *storage.Page) (bool, error) {
+	if p.SHA256 != "" && p.SHA256 == rec.SHA256 {
+		return true, nil
+	}
+	dup := func(x *storage.Page) bool { return x.Class == storage.ClassExact || x.Class == storage.ClassNear }
+	if (dup(p) && p.OriginalID == rec.ID) || (dup(rec) && rec.OriginalID == p.ID) {
+		return true, nil
+	}
+	mine := doc.Tokens
+	if e.o.Parse.URLTokens {
+		mine = e.storedTokens(nil, doc.Title, doc.Text)
+	}
+	theirs, err := e.pageTokens(rec)
+	if err != nil {
+		if errors.Is(err, storage.ErrDamaged) {
+			return false, nil // unreadable: no evidence either way
+		}
+		return false, err
+	}
+	j := dedup.ExactJaccard(e.det.Shingles(mine, nil), e.det.Shingles(theirs, nil))
+	return j >= e.det.Options().Threshold, nil
 }
 
 func isContent(class string) bool {

@@ -48,6 +48,7 @@ func MirrorDetector(cfg configs.Config) *mirror.Detector {
 		OtherShare:   cfg.Mirror.OtherShare,
 		FalseMirror:  cfg.Mirror.FalseMirror,
 		MissedMirror: cfg.Mirror.MissedMirror,
+		MaxCompared:  cfg.Mirror.MaxCompared,
 		Sample:       cfg.Mirror.Sample,
 		VerifyEvery:  cfg.Mirror.VerifyEvery,
 	})

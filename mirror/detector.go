@@ -23,20 +23,28 @@ import (
 // comparisons they take.
 type Options struct {
 	// MirrorShare (p1) is the share of shared paths whose pages are
-	// duplicates on a mirror (default 0.9: a mirror of which a tenth of the
-	// pages was updated, or fall below the duplicate threshold, is still one).
+	// duplicates on a mirror (default 0.8: seed 004's "for all (or most)
+	// paths", most taken as four in five; an older snapshot whose changed
+	// pages fall below the duplicate threshold is still a mirror).
 	MirrorShare float64
 	// OtherShare (p0) is the share at or below which a candidate is not a
-	// mirror (default 0.5: different versions of one documentation set,
-	// median J around 0.88, keep far fewer of their pages within the
-	// duplicate threshold).
+	// mirror (default 0.5: a pair whose median page pair falls below the
+	// duplicate threshold, such as two versions of one documentation set
+	// with a median J around 0.88, has less than half of its pages within
+	// the threshold, by the definition of the median).
 	OtherShare float64
 	// FalseMirror (alpha) and MissedMirror (beta) are the test's error rates
 	// at OtherShare and MirrorShare (defaults 0.01 each).
 	FalseMirror, MissedMirror float64
-	// Sample bounds the work of one candidate: an undecided candidate takes
-	// at most 3 x Sample sampled copies, and gap probes run at most Sample at
-	// a time (default 10).
+	// MaxCompared truncates the test (default 50): a candidate that crossed
+	// neither bound after this many comparisons is decided by the sign of its
+	// ratio, a mirror when the evidence leans that way. Undecided candidates
+	// hold back their copy side, so the test must end; at 50 comparisons the
+	// sign rule adds about one point to each error rate
+	// (TestSequentialTestErrorRates). An undecided candidate also fetches at
+	// most this many copies as samples.
+	MaxCompared int
+	// Sample is how many gap probes run at a time (default 10).
 	Sample int
 	// VerifyEvery keeps a verification stream after a decision: one in
 	// VerifyEvery URLs that would be skipped is fetched and compared
@@ -50,8 +58,8 @@ type Options struct {
 
 // DefaultOptions returns the defaults (see docs/MIRRORS.md).
 func DefaultOptions() Options {
-	return Options{MirrorShare: 0.9, OtherShare: 0.5, FalseMirror: 0.01, MissedMirror: 0.01,
-		Sample: 10, VerifyEvery: 20, MaxCandidates: 10000}
+	return Options{MirrorShare: 0.8, OtherShare: 0.5, FalseMirror: 0.01, MissedMirror: 0.01,
+		MaxCompared: 50, Sample: 10, VerifyEvery: 20, MaxCandidates: 10000}
 }
 
 // Validate reports every invalid option at once.
@@ -222,6 +230,9 @@ func NewDetector(o Options) *Detector {
 	}
 	if o.Sample <= 0 {
 		o.Sample = d.Sample
+	}
+	if o.MaxCompared <= 0 {
+		o.MaxCompared = d.MaxCompared
 	}
 	if o.VerifyEvery <= 0 {
 		o.VerifyEvery = d.VerifyEvery
@@ -413,8 +424,11 @@ func (d *Detector) Compare(key string, match, verification bool) Event {
 		c.Matched++
 	}
 	c.LLR = max(c.LLR+d.t.step(match), d.t.reject)
+	// The truncated test: past MaxCompared, the sign decides (a candidate
+	// rejected before goes on to the upper bound only).
+	truncated := !c.Withdrawn && c.Compared >= d.o.MaxCompared
 	switch {
-	case c.LLR >= d.t.accept:
+	case c.LLR >= d.t.accept || (truncated && c.LLR > 0):
 		c.Decided, c.Withdrawn = true, false
 		// The mirror is the side of the copy in the duplicate pair that
 		// proposed the candidate (usually the seed fetched second). Later
@@ -422,7 +436,7 @@ func (d *Detector) Compare(key string, match, verification bool) Event {
 		// often fetched before their counterparts on a busy original.
 		c.Mirror = SideA
 		return DecidedNow
-	case c.LLR <= d.t.reject && !c.Withdrawn:
+	case (c.LLR <= d.t.reject || truncated) && !c.Withdrawn:
 		c.Withdrawn = true
 		return WithdrawnNow
 	}
@@ -728,9 +742,9 @@ func (d *Detector) samplingCandidate(u string, want func(mapped string) bool) *C
 }
 
 // sampling reports whether c is undecided, not rejected and under its cap
-// of 3 x Sample samples.
+// of MaxCompared samples.
 func (d *Detector) sampling(c *Candidate) bool {
-	return !c.Decided && !c.Withdrawn && c.Sampled < 3*d.o.Sample
+	return !c.Decided && !c.Withdrawn && c.Sampled < d.o.MaxCompared
 }
 
 // Candidate returns a snapshot of one candidate.

@@ -1170,7 +1170,6 @@ type Page struct {
 	SHA256       string    `json:"sha256,omitempty"`
 	SHA1         string    `json:"sha1,omitempty"` // base32, as WARC-Payload-Digest
 	Simhash      uint64    `json:"simhash,omitempty"`
-	Shape        uint64    `json:"shape,omitempty"`  // mirror.Shape: token stream with numbers masked
 	Verify       bool      `json:"verify,omitempty"` // fetched for a mirror decision's verification stream
 	HasRaw       bool      `json:"has_raw,omitempty"`
 }

@@ -28,6 +28,27 @@ var corpusMirrorPairs = []mirrorPair{
 	{"127.0.0.11", "/man/", "127.0.0.12", "/linux/man-pages/"},
 }
 
+// optionalMirrorPairs may be reported as mirrors, or not: two builds of the
+// git 2.39 documentation from different sources (Debian's and upstream's),
+// near-identical page for page under a path mapping (three in four pages
+// within J >= 0.95). Treating them as mirrors saves requests and loses
+// nothing (issue 17).
+var optionalMirrorPairs = []mirrorPair{
+	{"127.0.0.5", "/v2.39/", "127.0.0.4", "/doc/git/"},
+}
+
+// optionalMirror reports whether "a -> b" (ip+prefix each) is an optional pair,
+// in either direction.
+func optionalMirror(a, b string) bool {
+	for _, p := range optionalMirrorPairs {
+		x, y := p.origIP+p.origPrefix, p.copyIP+p.copyPrefix
+		if (a == x && b == y) || (a == y && b == x) {
+			return true
+		}
+	}
+	return false
+}
+
 func ipOf(hostport string) string { return strings.Split(hostport, ":")[0] }
 
 // crawlPhases crawls the given seed groups one after the other into one data
@@ -135,10 +156,18 @@ func TestMirrorsWhicheverHostFirst(t *testing.T) {
 					t.Errorf("mirror %s not reported; reported: %v", key, keys(found))
 					continue
 				}
-				if m.PathsCompared < 10 || m.Score < 0.8 {
+				// The sequential test decides after 10 matches at the
+				// least, on evidence above other_share.
+				if m.PathsMatched < 10 || m.Score <= 0.5 {
 					t.Errorf("%s: evidence %d/%d (score %.2f) below the decision bar", key, m.PathsMatched, m.PathsCompared, m.Score)
 				}
 				delete(found, key)
+			}
+			for k := range found {
+				a, b, _ := strings.Cut(k, " -> ")
+				if optionalMirror(a, b) {
+					delete(found, k)
+				}
 			}
 			if len(found) > 0 {
 				t.Errorf("host pairs reported as mirrors that are not: %v", keys(found))
@@ -236,7 +265,7 @@ func TestCorpusReportsMirrorsAndReplicatedPrefixes(t *testing.T) {
 		if m.RequestsSaved > skippedOn[ipOf(m.Host)] {
 			t.Errorf("mirror %s: %d requests saved, but only %d URLs of its host stand skipped", a, m.RequestsSaved, skippedOn[ipOf(m.Host)])
 		}
-		if pairOf[a] != b {
+		if pairOf[a] != b && !optionalMirror(a, b) {
 			t.Errorf("reported mirror %s -> %s is not a mirror pair of the corpus", a, b)
 		}
 		seen[a] = true

@@ -77,7 +77,7 @@ func TestStageOf(t *testing.T) {
 		{[]string{"github.com/nlnwa/whatwg-url/url.(*parser).Parse", "github.com/horseshoe-crawler/horseshoe/parse.Parse"}, "parse"},
 		{[]string{"github.com/nlnwa/whatwg-url/url.(*parser).Parse", "github.com/horseshoe-crawler/horseshoe/frontier.Canonicalize"}, "frontier"},
 		{[]string{"encoding/json.Marshal", "github.com/horseshoe-crawler/horseshoe/storage.(*Tx).PutPage"}, "storage"},
-		{[]string{"github.com/horseshoe-crawler/horseshoe/mirror.Shape"}, "mirror"},
+		{[]string{"github.com/horseshoe-crawler/horseshoe/mirror.(*Detector).Compare"}, "mirror"},
 		{[]string{"github.com/horseshoe-crawler/horseshoe/fetch.(*Fetcher).Fetch"}, "fetch"},
 		{[]string{"github.com/horseshoe-crawler/horseshoe/internal/testweb.Start"}, "other"},
 		{[]string{"runtime.futex", "runtime.findRunnable", "runtime.schedule"}, "runtime/GC"},
