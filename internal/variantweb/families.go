@@ -419,9 +419,15 @@ func (g *gen) subset() {
 	}
 	g.each(func(p *vpage, doc *html.Node) {
 		base := site.pageURL(p.rel)
-		for _, a := range findAll(doc, isTag(atom.A)) {
-			if t, ok := siteRel(base, attr(a, "href"), site.Host, site.Prefix); ok && byRel[t] != nil && !keep[t] {
-				unwrap(a)
+		for _, a := range findAll(doc, func(n *html.Node) bool { return linkAttrs[n.Data] != "" && n.Namespace == "" }) {
+			t, ok := siteRel(base, attr(a, linkAttrs[a.Data]), site.Host, site.Prefix)
+			if !ok || byRel[t] == nil || keep[t] {
+				continue
+			}
+			if a.DataAtom == atom.A {
+				unwrap(a) // the text stays
+			} else {
+				a.Parent.RemoveChild(a)
 			}
 		}
 	})
@@ -469,6 +475,14 @@ func (g *gen) superset() {
 		title := capitalize(g.words(2 + g.r.IntN(3)))
 		setTitle(doc, title)
 		g.replaceWords(textNodes(body(doc), isTemplate))
+		// a page of its own even where the template holds most of the text
+		into := find(body(doc), func(n *html.Node) bool { return n.DataAtom == atom.Main || n.DataAtom == atom.Article })
+		if into == nil {
+			into = body(doc)
+		}
+		for range 2 + g.r.IntN(3) {
+			into.AppendChild(withText(elem(atom.P), capitalize(g.words(60+g.r.IntN(60)))+"."))
+		}
 		added = append(added, &vpage{rel: rel, doc: doc, kind: KindAdded})
 		titles = append(titles, title)
 	}
