@@ -221,6 +221,11 @@ func (g *gen) finish() error {
 		v.Pages = append(v.Pages, pg)
 	}
 	slices.SortFunc(v.Pages, func(a, b Page) int { return strings.Compare(a.Path, b.Path) })
+	v.byPath = make(map[string]int, 2*len(v.Pages))
+	for i, pg := range v.Pages {
+		v.byPath[pg.Path] = i
+		v.byPath["/"+pg.File] = i
+	}
 	return nil
 }
 

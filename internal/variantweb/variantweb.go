@@ -328,19 +328,12 @@ type Variant struct {
 	Choices  []string // what the seed chose, "name=value", for messages
 	Pages    []Page   // sorted by Path
 
-	byPath map[string]int
+	byPath map[string]int // Path and "/"+File to the index in Pages; read-only after Generate
 }
 
 // Lookup returns the variant page served at URL path p ("dir/" and "dir/index.html" are
-// the same page; with Extensionless, "a" is "a.html").
+// the same page; with Extensionless, "a" is "a.html"). It is safe for concurrent use.
 func (v *Variant) Lookup(p string) (*Page, bool) {
-	if v.byPath == nil {
-		v.byPath = make(map[string]int, 2*len(v.Pages))
-		for i, pg := range v.Pages {
-			v.byPath[pg.Path] = i
-			v.byPath["/"+pg.File] = i
-		}
-	}
 	if i, ok := v.byPath[p]; ok {
 		return &v.Pages[i], true
 	}
