@@ -1,12 +1,11 @@
 package crawl
 
 import (
-	"errors"
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 
-	"github.com/horseshoe-crawler/horseshoe/dedup"
 	"github.com/horseshoe-crawler/horseshoe/frontier"
 	"github.com/horseshoe-crawler/horseshoe/mirror"
 	"github.com/horseshoe-crawler/horseshoe/parse"
@@ -223,7 +222,7 @@ func (e *Engine) mirrorEvidence(tx *storage.Tx, p *storage.Page, doc *parse.Docu
 		// Two builds of one site that differ page by page in more than the
 		// near-duplicate threshold allows match on few paths, and the
 		// sequential test rejects them.
-		match, err := e.samePage(p, doc, rec)
+		match, err := e.samePage(cp.Key, p, doc, rec)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -436,14 +435,16 @@ func hasContent(p *storage.Page) bool {
 }
 
 // samePage reports whether the crawler's duplicate decision calls p (parsed
-// from doc, being committed) and rec (a stored page) duplicates: the same
-// payload, one recorded as the other's duplicate, or the exact Jaccard of
-// their looped shingle sets at least the near-duplicate threshold. The
+// from doc, being committed) and rec (a stored page) duplicates, compared
+// under candidate key: the same payload, one recorded as the other's
+// duplicate, or the exact Jaccard of their looped shingle sets at least the
+// near-duplicate threshold, with the differences systematic to the candidate
+// left out (mirror.Resemblance: a banner or footer on every page of a copy). The
 // shingles are those of the token stream the dedup signs, made from the
 // visible text (and the title, with title_tokens); with url_tokens, whose
 // URL tokens the stored text lacks, both sides are compared on their text
 // alone.
-func (e *Engine) samePage(p *storage.Page, doc *parse.Document, rec *storage.Page) (bool, error) {
+func (e *Engine) samePage(key string, p *storage.Page, doc *parse.Document, rec *storage.Page) (bool, error) {
 	if p.SHA256 != "" && p.SHA256 == rec.SHA256 {
 		return true, nil
 	}
@@ -462,7 +463,7 @@ func (e *Engine) samePage(p *storage.Page, doc *parse.Document, rec *storage.Pag
 		}
 		return false, err
 	}
-	j := dedup.ExactJaccard(e.det.Shingles(mine, nil), e.det.Shingles(theirs, nil))
+	j := e.o.Mirror.Resemblance(key, e.det.Shingles(mine, nil), e.det.Shingles(theirs, nil))
 	return j >= e.det.Options().Threshold, nil
 }
 

@@ -194,6 +194,7 @@ type Counterpart struct {
 type Detector struct {
 	o        Options
 	t        sprt
+	diffs    map[string]*diffCounts // per candidate: shingles its compared pairs differ in (systematic.go)
 	mu       sync.Mutex
 	cands    map[string]*Candidate
 	byOrigin map[string][]*Candidate

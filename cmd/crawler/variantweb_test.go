@@ -21,7 +21,8 @@ const variantHost, variantPrefix = "127.0.0.10", "/npm/v10.9.1/"
 
 // variantKnownFailures are the families whose mirror properties the current mirror
 // detector does not meet. A path matches when the duplicate decision calls its two
-// pages duplicates (exact Jaccard >= 0.95), and a sequential test decides a mirror
+// pages duplicates (exact Jaccard >= 0.95, differences systematic to the pair left
+// out), and a sequential test decides a mirror
 // (docs/MIRRORS.md). Their subtests report the violations and skip; remove a family
 // when the detector passes it.
 var variantKnownFailures = map[variantweb.Family]string{

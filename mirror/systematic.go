@@ -1,0 +1,94 @@
+package mirror
+
+import "slices"
+
+// Differences a pair of sites shows on every page (a mirror's banner, a build
+// footer, a renamed navigation link, the version in a header) are a property
+// of the pair, not of its pages. The duplicate decision judges pages one at a
+// time, so such a difference puts every short page of a mirror below the
+// near-duplicate threshold. Resemblance discounts it: a shingle that was in
+// the difference of at least SystematicPairs earlier compared pairs of the
+// same candidate is systematic, and left out of the union. Content changes
+// are page-specific: the shingles of an updated paragraph, or of another
+// version's edits, are in the difference of one pair only, and still count.
+const (
+	// SystematicPairs is how many pairs of one candidate a shingle must
+	// differ in to be systematic. Two independent pages sharing an edit of
+	// five words in a row is already unlikely; three make it the pair's.
+	SystematicPairs = 3
+	// systematicTrack bounds the work and memory: the differences of a
+	// candidate's first pairs are counted, at most systematicMax shingles a
+	// candidate, for at most systematicCands candidates (about 40 MB at
+	// worst); past that, Resemblance is the plain Jaccard similarity.
+	systematicTrack = 64
+	systematicMax   = 4096
+	systematicCands = 512
+)
+
+// diffCounts counts, for one candidate, the pairs whose difference held each
+// shingle.
+type diffCounts struct {
+	pairs  int
+	counts map[uint64]uint16
+}
+
+// Resemblance returns the Jaccard similarity of two pages' shingle sets a and
+// b (sorted in place; repeats count once) compared under candidate key, with
+// the candidate's systematic differences left out, and records their
+// difference for the pairs to come. Without earlier pairs it is the plain
+// Jaccard similarity.
+func (d *Detector) Resemblance(key string, a, b []uint64) float64 {
+	slices.Sort(a)
+	slices.Sort(b)
+	a, b = slices.Compact(a), slices.Compact(b)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dc := d.diffs[key]
+	if dc == nil {
+		if d.diffs == nil {
+			d.diffs = map[string]*diffCounts{}
+		}
+		dc = &diffCounts{counts: map[uint64]uint16{}}
+		if len(d.diffs) < systematicCands {
+			d.diffs[key] = dc
+		} else {
+			dc.pairs = systematicTrack // not kept: nothing is recorded
+		}
+	}
+	inter, union := 0, 0
+	var diff []uint64
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		var v uint64
+		switch {
+		case j == len(b) || (i < len(a) && a[i] < b[j]):
+			v = a[i]
+			i++
+		case i == len(a) || b[j] < a[i]:
+			v = b[j]
+			j++
+		default:
+			inter++
+			union++
+			i++
+			j++
+			continue
+		}
+		diff = append(diff, v)
+		if dc.counts[v] < SystematicPairs {
+			union++
+		}
+	}
+	if dc.pairs < systematicTrack {
+		dc.pairs++
+		for _, v := range diff {
+			if n, ok := dc.counts[v]; ok || len(dc.counts) < systematicMax {
+				dc.counts[v] = min(n+1, SystematicPairs)
+			}
+		}
+	}
+	if union == 0 {
+		return 1
+	}
+	return float64(inter) / float64(union)
+}
