@@ -661,6 +661,16 @@ func (t *Tx) commitPart() error {
 		err = t.d.db.Update(func(txn *badger.Txn) error {
 			for _, op := range t.ops {
 				var err error
+				if string(op.key) == "m/next_id" && !op.delete {
+					// Never lower it (see NewID).
+					stored, err := storedNextID(txn)
+					if err != nil {
+						return err
+					}
+					if stored > binary.BigEndian.Uint64(op.value) {
+						continue
+					}
+				}
 				if op.delete {
 					err = txn.Delete(op.key)
 				} else {
@@ -682,16 +692,43 @@ const idBlock = 1024
 // NewID allocates a page id. Ids are never reused, even when the transaction
 // that took one fails: the counter lives in memory, and the store's next_id,
 // from which a restart counts on, is raised in blocks, in the same part of the
-// transaction as (or a part before) the first write that uses the id.
+// transaction as (or a part before) the first write that uses the id. next_id
+// never goes down: the transaction reads it before writing the larger of it
+// and its own reservation, so one that reserved earlier but commits after
+// another that raised it conflicts, and is run again (see Update).
 func (t *Tx) NewID() uint64 {
 	id := t.d.nextID.Add(1) - 1
 	if id >= t.reserved {
-		t.reserved = id + idBlock
+		next := id + idBlock
+		stored, err := storedNextID(t.txn)
+		if err != nil && t.err == nil {
+			t.err = err
+		}
+		t.reserved = max(next, stored)
 		if err := t.set(metaKey("next_id"), binary.BigEndian.AppendUint64(nil, t.reserved)); err != nil && t.err == nil {
 			t.err = err
 		}
 	}
 	return id
+}
+
+// storedNextID reads next_id in txn (0 when there is none).
+func storedNextID(txn *badger.Txn) (uint64, error) {
+	item, err := txn.Get(metaKey("next_id"))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	err = item.Value(func(v []byte) error {
+		if len(v) == 8 {
+			n = binary.BigEndian.Uint64(v)
+		}
+		return nil
+	})
+	return n, err
 }
 
 // SeenID returns the page id of a seen URL.
