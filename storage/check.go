@@ -83,9 +83,14 @@ func Check(dir string) ([]Damage, error) {
 type residue struct {
 	tables []string // table files the MANIFEST does not list
 	wals   []string // write-ahead logs (.mem) of memtables not flushed: a clean close removes them
+	// empty are files a crash left empty: Badger creates a write-ahead
+	// log or a value log, then sizes it; killed in between, the file has
+	// 0 bytes and holds nothing, and Badger fails to open it (it would
+	// size it and report it new), so Open removes them first.
+	empty []string
 }
 
-func (r residue) unclean() bool { return len(r.tables) > 0 || len(r.wals) > 0 }
+func (r residue) unclean() bool { return len(r.tables) > 0 || len(r.wals) > 0 || len(r.empty) > 0 }
 
 // inspect is Check, also returning what a crash left.
 func inspect(dir string) ([]Damage, residue, error) {
@@ -111,6 +116,9 @@ func inspect(dir string) ([]Damage, residue, error) {
 			vlogs = append(vlogs, name)
 		case strings.HasSuffix(name, ".mem"):
 			res.wals = append(res.wals, name)
+			if info, err := e.Info(); err == nil && info.Size() == 0 {
+				res.empty = append(res.empty, name)
+			}
 		}
 	}
 	listed, ds := checkManifest(dir)
@@ -160,6 +168,12 @@ func inspect(dir string) ([]Damage, residue, error) {
 	if len(vlogs) == 0 {
 		// Badger keeps its last value log, even an empty one.
 		out = append(out, Damage{File: "value log", What: "no .vlog file: every value above 4 KiB (most texts and raw responses) is lost"})
+	}
+	if n := len(vlogs); n > 0 {
+		if st, err := os.Stat(filepath.Join(dir, vlogs[n-1])); err == nil && st.Size() == 0 {
+			res.empty = append(res.empty, vlogs[n-1]) // see residue
+			vlogs = vlogs[:n-1]
+		}
 	}
 	for i, name := range vlogs {
 		if what := checkVlog(filepath.Join(dir, name), i == len(vlogs)-1); what != "" {
