@@ -40,6 +40,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -76,7 +77,10 @@ type Options struct {
 	SyncWrites bool // fsync each commit
 	// ReadOnly opens for report, export and serve: nothing in the data dir
 	// is written, and a damaged store opens with what can still be read
-	// (see DB.Damage). Badger takes a shared lock, so several readers may
+	// (see DB.Damage). One exception: a store a crash left unclean (a
+	// write-ahead log to replay) is recovered first, read-write, as a
+	// resumed crawl would do; on read-only media that is refused with an
+	// error saying so. Badger takes a shared lock, so several readers may
 	// open the store at once, but not while a crawl holds it (ErrLocked).
 	ReadOnly     bool
 	MinFreeBytes int64 // refuse to write below this much free space (0 = DefaultMinFreeBytes, <0 = no check)
@@ -151,22 +155,36 @@ func Open(dir string, o Options) (*DB, error) {
 		}
 	}
 	dmg := &damageLog{unreadable: map[string]int{}, vlogWhy: map[uint64]string{}}
-	found, err := Check(dir)
+	// Check under the lock Badger would take: files a running crawl is
+	// rewriting are not damage, the crawl is ErrLocked.
+	unlock, err := lockDir(dir, o.ReadOnly)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { unlock() }()
+	found, res, err := inspect(dir)
 	if err != nil {
 		return nil, err
 	}
 	var fatal []Damage
+	repairs := false // a read would repair damage
 	for _, f := range found {
+		repairs = repairs || (o.ReadOnly && res.unclean() && !f.Fatal)
 		// A crawl does not resume on any damage: Badger would truncate
-		// a damaged value log at its first bad entry.
-		if f.Fatal || !o.ReadOnly {
+		// a damaged value log at its first bad entry. Nor is a damaged
+		// store that a crash left unclean read: Badger would repair it
+		// first, the same way.
+		if f.Fatal || !o.ReadOnly || res.unclean() {
 			fatal = append(fatal, f)
 		}
 	}
 	if len(fatal) > 0 {
 		note := "nothing was read and nothing in the data dir was changed"
-		if !o.ReadOnly {
+		switch {
+		case !o.ReadOnly:
 			note = "the crawl does not resume on it; nothing in the data dir was changed (report and export read what is left)"
+		case repairs:
+			note = "the data dir was also not closed cleanly (a crawl crashed or was killed), and reading it would make Badger repair it by cutting the damaged value log; " + note
 		}
 		return nil, &DamageError{Dir: dir, Damages: fatal, Note: note}
 	}
@@ -205,13 +223,41 @@ func Open(dir string, o Options) (*DB, error) {
 	// (65530) is reached at about 64 GB of tables, far beyond a crawl of
 	// 100 M URLs (about 8 GB).
 	bo.TableSizeMultiplier = 1
-	db, err := openBadger(bo)
-	if err != nil && o.ReadOnly && len(found) == 0 && strings.Contains(err.Error(), "Log truncate required") {
-		// A crash left the write-ahead log with an unfinished tail, which
-		// Badger cuts off only when it may write: the one repair made on
-		// a read (nothing committed is lost; Check found no damage).
-		logger.Info("the data dir was not closed cleanly: recovering its write-ahead log before reading", "dir", dir)
+	var db *badger.DB
+	for _, name := range res.empty {
+		// Empty files a crash left, which Badger cannot open (see
+		// residue): the first change the recovery below makes.
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			if o.ReadOnly && (isPermission(err) || errors.Is(err, syscall.EROFS)) {
+				return nil, notRecovered(dir, err)
+			}
+			return nil, fmt.Errorf("cannot open data dir %s: %w", dir, err)
+		}
+	}
+	unlock() // Badger takes its own lock
+	unlock = func() {}
+	if o.ReadOnly && res.unclean() {
+		// A crash left a write-ahead log (.mem) and perhaps table files
+		// the MANIFEST does not list. Badger replays the log only when it
+		// may write (it cuts the log's unfinished tail, and deletes those
+		// tables even when opened read-only), so this one read opens the
+		// store read-write and closes it: the one change a read makes to
+		// a data dir (the log is flushed to a table, the MANIFEST records
+		// it), as a resumed crawl would make it. Check found no damage, so
+		// nothing committed is lost. Then it is read read-only, beside
+		// other readers. On read-only media the recovery fails: say so.
+		logger.Info("the data dir was not closed cleanly: recovering it before reading", "dir", dir)
 		db, err = openBadger(bo.WithReadOnly(false))
+		if err == nil {
+			if err = db.Close(); err == nil {
+				db, err = openBadger(bo)
+			}
+		}
+		if err != nil && (isPermission(err) || errors.Is(err, syscall.EROFS)) {
+			return nil, notRecovered(dir, err)
+		}
+	} else {
+		db, err = openBadger(bo)
 	}
 	if err != nil {
 		msg := err.Error()
@@ -221,7 +267,7 @@ func Open(dir string, o Options) (*DB, error) {
 		if strings.Contains(msg, "Cannot acquire directory lock") || strings.Contains(msg, "resource temporarily unavailable") {
 			return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
 		}
-		if errors.Is(err, os.ErrPermission) || strings.Contains(msg, "permission denied") {
+		if isPermission(err) {
 			return nil, fmt.Errorf("cannot open data dir %s: permission denied: %w", dir, err)
 		}
 		return nil, fmt.Errorf("cannot open data dir %s: %w", dir, err)
@@ -241,6 +287,20 @@ func Open(dir string, o Options) (*DB, error) {
 	}
 	d.nextID.Store(next)
 	return d, nil
+}
+
+func isPermission(err error) bool {
+	return errors.Is(err, os.ErrPermission) || strings.Contains(err.Error(), "permission denied")
+}
+
+// notRecovered is the error of a read-only open of a store a crash left
+// unclean, where the recovery could not write (err).
+func notRecovered(dir string, err error) error {
+	why := "permission denied"
+	if errors.Is(err, syscall.EROFS) || strings.Contains(err.Error(), "read-only file system") {
+		why = "read-only file system"
+	}
+	return fmt.Errorf("cannot read data dir %s: it was not closed cleanly (a crawl crashed or was killed), and reading it first needs Badger to recover it, which writes to it: %s; resume the crawl, or read a writable copy", dir, why)
 }
 
 // openBadger opens Badger with its panics turned into errors (Check has
@@ -661,6 +721,16 @@ func (t *Tx) commitPart() error {
 		err = t.d.db.Update(func(txn *badger.Txn) error {
 			for _, op := range t.ops {
 				var err error
+				if string(op.key) == "m/next_id" && !op.delete && len(op.value) == 8 {
+					// Never lower it (see NewID).
+					stored, err := storedNextID(txn)
+					if err != nil {
+						return err
+					}
+					if stored > binary.BigEndian.Uint64(op.value) {
+						continue
+					}
+				}
 				if op.delete {
 					err = txn.Delete(op.key)
 				} else {
@@ -682,16 +752,43 @@ const idBlock = 1024
 // NewID allocates a page id. Ids are never reused, even when the transaction
 // that took one fails: the counter lives in memory, and the store's next_id,
 // from which a restart counts on, is raised in blocks, in the same part of the
-// transaction as (or a part before) the first write that uses the id.
+// transaction as (or a part before) the first write that uses the id. next_id
+// never goes down: the transaction reads it before writing the larger of it
+// and its own reservation, so one that reserved earlier but commits after
+// another that raised it conflicts, and is run again (see Update).
 func (t *Tx) NewID() uint64 {
 	id := t.d.nextID.Add(1) - 1
 	if id >= t.reserved {
-		t.reserved = id + idBlock
+		next := id + idBlock
+		stored, err := storedNextID(t.txn)
+		if err != nil && t.err == nil {
+			t.err = err
+		}
+		t.reserved = max(next, stored)
 		if err := t.set(metaKey("next_id"), binary.BigEndian.AppendUint64(nil, t.reserved)); err != nil && t.err == nil {
 			t.err = err
 		}
 	}
 	return id
+}
+
+// storedNextID reads next_id in txn (0 when there is none).
+func storedNextID(txn *badger.Txn) (uint64, error) {
+	item, err := txn.Get(metaKey("next_id"))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	err = item.Value(func(v []byte) error {
+		if len(v) == 8 {
+			n = binary.BigEndian.Uint64(v)
+		}
+		return nil
+	})
+	return n, err
 }
 
 // SeenID returns the page id of a seen URL.

@@ -26,7 +26,7 @@ func StoreDamages() []StoreDamage {
 		{"truncate-sst-tiny", "cut a table (.sst) to a few bytes"},
 		{"zero-sst-block", "overwrite 4 KiB inside a table (.sst) with zeros"},
 		{"delete-sst", "delete a table (.sst) the MANIFEST lists"},
-		{"truncate-manifest", "cut the MANIFEST short at a random point after its header"},
+		{"truncate-manifest", "cut the MANIFEST short at a random point inside one of its records"},
 		{"truncate-manifest-header", "cut the MANIFEST to its 8-byte header (it then lists no table)"},
 		{"flip-manifest", "flip bits in the MANIFEST"},
 		{"truncate-vlog", "cut a value log (.vlog) short at a random point inside a value (a cut between two entries cannot be told from a shorter log)"},
@@ -97,8 +97,16 @@ func DamageStore(dir, name string, r *rand.Rand) (string, error) {
 			return "", err
 		}
 		at := 8
-		if name == "truncate-manifest" && len(b) > 9 {
-			at = 9 + r.IntN(len(b)-9)
+		if name == "truncate-manifest" {
+			// Inside a record: a cut between two records is what a
+			// crash leaves before Badger records its next tables (the
+			// store then opens, deleting them as a crash's residue).
+			recs := manifestRecords(b)
+			if len(recs) == 0 {
+				return "", fmt.Errorf("MANIFEST has no record to cut: %w", os.ErrNotExist)
+			}
+			rec := recs[r.IntN(len(recs))]
+			at = rec[0] + 1 + r.IntN(rec[1]-rec[0]-1)
 		}
 		return fmt.Sprintf("cut MANIFEST from %d to %d bytes", len(b), at), os.Truncate(f, int64(at))
 	case "flip-manifest":
@@ -171,6 +179,22 @@ func size(f string) int64 {
 		return 0
 	}
 	return st.Size()
+}
+
+// manifestRecords returns the [start, end) byte ranges of the records of a
+// Badger MANIFEST (an 8-byte header, then records: 4-byte length, 4-byte
+// CRC-32C, a change set of that length).
+func manifestRecords(b []byte) [][2]int {
+	var out [][2]int
+	for off := 8; off+8 <= len(b); {
+		end := off + 8 + int(binenc.BigEndian.Uint32(b[off:]))
+		if end > len(b) {
+			break
+		}
+		out = append(out, [2]int{off, end})
+		off = end
+	}
+	return out
 }
 
 // vlogValues returns the [start, end) byte ranges of the values of the
