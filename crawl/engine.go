@@ -485,10 +485,8 @@ func (e *Engine) settler(tokens []string) dedup.Settler {
 	var mine, theirs []uint64
 	var words []string
 	return func(original uint64) (float64, bool) {
-		rec, err := e.db.Page(original)
-		if err == nil {
-			words, err = e.pageTokensTo(words[:0], rec)
-		}
+		var err error
+		words, err = e.pageTokensTo(words[:0], original)
 		if err != nil {
 			e.logger.Warn("near-duplicate candidate not settled: text unreadable", "page", original, "err", err)
 			return 0, false
@@ -501,19 +499,23 @@ func (e *Engine) settler(tokens []string) dedup.Settler {
 	}
 }
 
-// pageTokens returns the token stream of stored page rec as the dedup signed
-// it (without URL tokens): its title's words with title_tokens, then its
-// visible text's, cut at Parse.MaxTokens.
-func (e *Engine) pageTokens(rec *storage.Page) ([]string, error) {
-	return e.pageTokensTo(nil, rec)
-}
-
-func (e *Engine) pageTokensTo(dst []string, rec *storage.Page) ([]string, error) {
-	text, err := e.db.Text(rec.ID)
+// pageTokensTo appends the token stream of stored page id as the dedup signed
+// it (without URL tokens): its title's words with title_tokens (from its page
+// record), then its visible text's, cut at Parse.MaxTokens.
+func (e *Engine) pageTokensTo(dst []string, id uint64) ([]string, error) {
+	text, err := e.db.Text(id)
 	if err != nil {
 		return dst, err
 	}
-	return e.storedTokens(dst, rec.Title, text), nil
+	title := ""
+	if e.o.Parse.TitleTokens {
+		rec, err := e.db.Page(id)
+		if err != nil {
+			return dst, err
+		}
+		title = rec.Title
+	}
+	return e.storedTokens(dst, title, text), nil
 }
 
 // storedTokens tokenizes a page's title and text as parse.Parse does (the

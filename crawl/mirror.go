@@ -456,7 +456,7 @@ func (e *Engine) samePage(key string, p *storage.Page, doc *parse.Document, rec 
 	if e.o.Parse.URLTokens {
 		mine = e.storedTokens(nil, doc.Title, doc.Text)
 	}
-	theirs, err := e.pageTokens(rec)
+	theirs, err := e.pageTokensTo(nil, rec.ID)
 	if err != nil {
 		if errors.Is(err, storage.ErrDamaged) {
 			return false, nil // unreadable: no evidence either way
