@@ -689,10 +689,10 @@ func Key(m Mapping) string { return pairKey(m.FromOrigin, m.FromPrefix, m.ToOrig
 
 // WantSample reports whether a copy under candidate key should be fetched
 // rather than skipped, to verify the candidate: while it is undecided (and
-// not rejected), up to 3 x Sample copies are fetched (some counterparts turn
+// not rejected), up to MaxCompared copies are fetched (some counterparts turn
 // out missing, and a partial mirror's first samples may be pages that differ).
-// A candidate still undecided then stays so without costing more requests:
-// its copy side is held back meanwhile.
+// The test is truncated at MaxCompared comparisons, so a candidate does not
+// stay undecided with its copy side held back.
 func (d *Detector) WantSample(key string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -271,5 +271,19 @@ func crawlVariant(t *testing.T, v *variantweb.Variant, variantFirst bool) []stri
 			bad("the copy cost %d requests for %d pages (at most %d: 80%% saved)", req, n, n/5)
 		}
 	}
+	// One line a crawl for the closing notes: detected, what the side crawled
+	// second cost, what was lost.
+	ip, n := v.Host, len(v.Pages)
+	if variantFirst {
+		ip, n = site.Host, len(site.Pages)
+	}
+	req := 0
+	for _, r := range w.RequestsTo(ip) {
+		if k, ok := normal(w.BaseURL(ip) + r.Path); ok && strings.HasPrefix(k, w.BaseURL(ip)+"/") {
+			req++
+		}
+	}
+	t.Logf("summary %s variant-first=%v: mirror reported %v, replicated prefix %v; second side %d requests for %d pages; lost %d of %d",
+		v.Family, variantFirst, mirrored, replicated, req, n, lost, len(pages))
 	return problems
 }
