@@ -117,6 +117,8 @@ type Candidate struct {
 	Key      string `json:"key"`
 	AOrigin  string `json:"a_origin"`
 	APrefix  string `json:"a_prefix"`
+	AExt     string `json:"a_ext,omitempty"` // the extension A's file names have where B's have BExt (Mapping.FromExt)
+	BExt     string `json:"b_ext,omitempty"`
 	BOrigin  string `json:"b_origin"`
 	BPrefix  string `json:"b_prefix"`
 	Pairs    int    `json:"pairs"`    // duplicate pairs that proposed this mapping
@@ -164,22 +166,22 @@ func (c *Candidate) Score() float64 {
 // MirrorMapping returns the mapping from the mirror side onto the original.
 func (c *Candidate) MirrorMapping() Mapping {
 	if c.Mirror == SideA {
-		return Mapping{c.AOrigin, c.APrefix, c.BOrigin, c.BPrefix}
+		return c.mapFrom(SideA)
 	}
-	return Mapping{c.BOrigin, c.BPrefix, c.AOrigin, c.APrefix}
+	return c.mapFrom(SideB)
 }
 
-func (c *Candidate) side(s Side) (origin, prefix string) {
+func (c *Candidate) side(s Side) (origin, prefix, ext string) {
 	if s == SideA {
-		return c.AOrigin, c.APrefix
+		return c.AOrigin, c.APrefix, c.AExt
 	}
-	return c.BOrigin, c.BPrefix
+	return c.BOrigin, c.BPrefix, c.BExt
 }
 
 func (c *Candidate) mapFrom(s Side) Mapping {
-	fo, fp := c.side(s)
-	to, tp := c.side(1 - s)
-	return Mapping{fo, fp, to, tp}
+	fo, fp, fe := c.side(s)
+	to, tp, te := c.side(1 - s)
+	return Mapping{FromOrigin: fo, FromPrefix: fp, ToOrigin: to, ToPrefix: tp, FromExt: fe, ToExt: te}
 }
 
 // Counterpart is u's corresponding URL under one candidate.
@@ -244,8 +246,12 @@ func NewDetector(o Options) *Detector {
 	return &Detector{o: o, t: newSPRT(o), cands: map[string]*Candidate{}, byOrigin: map[string][]*Candidate{}}
 }
 
-func pairKey(ao, ap, bo, bp string) string {
-	x, y := ao+ap, bo+bp
+func pairKey(m Mapping) string {
+	x, y := m.FromOrigin+m.FromPrefix, m.ToOrigin+m.ToPrefix
+	if m.FromExt != m.ToExt {
+		// Extensionless pages on one side: "*" stands for a file name.
+		x, y = x+"*"+m.FromExt, y+"*"+m.ToExt
+	}
 	if y < x {
 		x, y = y, x
 	}
@@ -271,10 +277,12 @@ const MinLinks = 3
 // existing candidate without counting as one of its pairs.
 func (d *Detector) ProposeLinks(copyURL, origURL string, linksCompared, linksMatched int) string {
 	m, ok := Infer(copyURL, origURL)
-	if !ok || m.Identity() {
+	if !ok || m.Identity() || (m.SameHost() && m.FromPrefix == m.ToPrefix) {
+		// One site serving a page under two names ("a" and "a.html") is
+		// an alias, not a replicated prefix.
 		return ""
 	}
-	key := pairKey(m.FromOrigin, m.FromPrefix, m.ToOrigin, m.ToPrefix)
+	key := pairKey(m)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	disagree := linksCompared >= MinLinks && 2*linksMatched < linksCompared
@@ -286,7 +294,7 @@ func (d *Detector) ProposeLinks(copyURL, origURL string, linksCompared, linksMat
 			return ""
 		}
 		c.Pairs++
-		if c.AOrigin == m.FromOrigin && c.APrefix == m.FromPrefix {
+		if c.AOrigin == m.FromOrigin && c.APrefix == m.FromPrefix && c.AExt == m.FromExt {
 			c.CopiesA++
 		} else {
 			c.CopiesB++
@@ -300,7 +308,8 @@ func (d *Detector) ProposeLinks(copyURL, origURL string, linksCompared, linksMat
 		d.linkRejected++
 		return ""
 	}
-	c := &Candidate{Key: key, AOrigin: m.FromOrigin, APrefix: m.FromPrefix, BOrigin: m.ToOrigin, BPrefix: m.ToPrefix,
+	c := &Candidate{Key: key, AOrigin: m.FromOrigin, APrefix: m.FromPrefix, AExt: m.FromExt,
+		BOrigin: m.ToOrigin, BPrefix: m.ToPrefix, BExt: m.ToExt,
 		Pairs: 1, CopiesA: 1, LinksCompared: linksCompared, LinksMatched: linksMatched}
 	d.add(c)
 	return key
@@ -685,7 +694,7 @@ func (d *Detector) gapsExhausted(c *Candidate) bool {
 }
 
 // Key returns the candidate key of a mapping (either direction).
-func Key(m Mapping) string { return pairKey(m.FromOrigin, m.FromPrefix, m.ToOrigin, m.ToPrefix) }
+func Key(m Mapping) string { return pairKey(m) }
 
 // WantSample reports whether a copy under candidate key should be fetched
 // rather than skipped, to verify the candidate: while it is undecided (and

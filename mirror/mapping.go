@@ -18,6 +18,12 @@ type Mapping struct {
 	FromPrefix string // path prefix on the copy, starting and ending with "/"
 	ToOrigin   string // scheme://host[:port] of the original
 	ToPrefix   string // path prefix on the original
+	// FromExt and ToExt map file names when one side serves its pages
+	// without the other's extension (extensionless URLs): "a" on a copy
+	// with FromExt "" and ToExt ".html" is "a.html" on the original, and
+	// the reverse mapping has FromExt ".html" and ToExt "". Both empty: file
+	// names map unchanged. Directories ("dir/") map unchanged either way.
+	FromExt, ToExt string
 }
 
 // SameHost reports whether the mapping stays on one origin (replicated
@@ -25,7 +31,26 @@ type Mapping struct {
 func (m Mapping) SameHost() bool { return m.FromOrigin == m.ToOrigin }
 
 // Identity reports whether the mapping maps every URL onto itself.
-func (m Mapping) Identity() bool { return m.SameHost() && m.FromPrefix == m.ToPrefix }
+func (m Mapping) Identity() bool {
+	return m.SameHost() && m.FromPrefix == m.ToPrefix && m.FromExt == m.ToExt
+}
+
+// htmlExts are the file-name extensions a site may drop from its URLs.
+var htmlExts = []string{".html", ".htm"}
+
+// extPair reports whether file names a and b differ only by an HTML
+// extension that one of them has, and which side has it.
+func extPair(a, b string) (aExt, bExt string, ok bool) {
+	for _, ext := range htmlExts {
+		switch {
+		case a != "" && a == b+ext && b != "":
+			return ext, "", true
+		case b != "" && b == a+ext && a != "":
+			return "", ext, true
+		}
+	}
+	return "", "", false
+}
 
 // Infer derives the mapping implied by the page at dup being a copy of the
 // page at orig: the longest common trailing run of path segments is the part
@@ -42,7 +67,15 @@ func Infer(dup, orig string) (Mapping, bool) {
 	os := segments(dirForm(ou.EscapedPath()))
 	// Common suffix, by segment. The last segment (the file name, "" for a
 	// directory) must agree, or the two pages share no path p at all.
+	// A file name with and without an HTML extension ("a.html" and "a":
+	// a copy served with extensionless URLs) is the same file.
+	var fromExt, toExt string
 	n := 0
+	if len(ds) > 0 && len(os) > 0 {
+		if fe, te, ok := extPair(ds[len(ds)-1], os[len(os)-1]); ok {
+			fromExt, toExt, n = fe, te, 1
+		}
+	}
 	for n < len(ds) && n < len(os) && ds[len(ds)-1-n] == os[len(os)-1-n] {
 		n++
 	}
@@ -54,6 +87,8 @@ func Infer(dup, orig string) (Mapping, bool) {
 		FromPrefix: "/" + joinDir(ds[:len(ds)-n]),
 		ToOrigin:   ou.Scheme + "://" + ou.Host,
 		ToPrefix:   "/" + joinDir(os[:len(os)-n]),
+		FromExt:    fromExt,
+		ToExt:      toExt,
 	}
 	return m, true
 }
@@ -69,7 +104,34 @@ func (m Mapping) Apply(u string) (string, bool) {
 		}
 		return "", false
 	}
-	return m.ToOrigin + m.ToPrefix + u[len(head):], true
+	rest := u[len(head):]
+	if m.FromExt != m.ToExt {
+		path, query, hasQuery := strings.Cut(rest, "?")
+		rest = m.mapName(path)
+		if hasQuery {
+			rest += "?" + query
+		}
+	}
+	return m.ToOrigin + m.ToPrefix + rest, true
+}
+
+// mapName maps the file name at the end of path by the mapping's extensions:
+// a directory, or a name that does not have the copy's form (another
+// extension), stays as it is.
+func (m Mapping) mapName(path string) string {
+	name := path[strings.LastIndexByte(path, '/')+1:]
+	switch {
+	case name == "":
+		return path
+	case m.FromExt != "":
+		if base, ok := strings.CutSuffix(path, m.FromExt); ok && !strings.HasSuffix(base, "/") {
+			return base + m.ToExt
+		}
+		return path
+	case strings.Contains(name, "."):
+		return path // an extension of its own (a.png): not an extensionless page
+	}
+	return path + m.ToExt
 }
 
 // dirForm turns ".../index.html" into ".../".
