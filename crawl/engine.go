@@ -905,6 +905,19 @@ func (e *Engine) links(tx *storage.Tx, p *storage.Page, links []string) ([]front
 					if err != nil {
 						return nil, err
 					}
+					// A pair of index pages cannot tell whether one side
+					// drops the other's extensions ("a" for "a.html"):
+					// a counterpart known under the other form is the one.
+					for _, alt := range mirror.ExtAlternates(cp) {
+						if usable {
+							break
+						}
+						if id, ok, err := counterpartUsable(tx, alt); err != nil {
+							return nil, err
+						} else if ok {
+							cp, cpID, usable = alt, id, true
+						}
+					}
 					// While the mapping is an undecided mirror candidate, a
 					// few copies are fetched to verify it: copies whose
 					// counterpart was fetched with content already, so that

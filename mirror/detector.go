@@ -119,6 +119,7 @@ type Candidate struct {
 	APrefix  string `json:"a_prefix"`
 	AExt     string `json:"a_ext,omitempty"` // the extension A's file names have where B's have BExt (Mapping.FromExt)
 	BExt     string `json:"b_ext,omitempty"`
+	Files    bool   `json:"files,omitempty"` // AExt and BExt come from a pair of files (not only directories)
 	BOrigin  string `json:"b_origin"`
 	BPrefix  string `json:"b_prefix"`
 	Pairs    int    `json:"pairs"`    // duplicate pairs that proposed this mapping
@@ -246,12 +247,11 @@ func NewDetector(o Options) *Detector {
 	return &Detector{o: o, t: newSPRT(o), cands: map[string]*Candidate{}, byOrigin: map[string][]*Candidate{}}
 }
 
+// pairKey names the candidate of a mapping by its two URL spaces. The file
+// names' extensions are not part of it: they are learnt from the first pair
+// of files (Candidate.Files), which an index pair cannot tell.
 func pairKey(m Mapping) string {
 	x, y := m.FromOrigin+m.FromPrefix, m.ToOrigin+m.ToPrefix
-	if m.FromExt != m.ToExt {
-		// Extensionless pages on one side: "*" stands for a file name.
-		x, y = x+"*"+m.FromExt, y+"*"+m.ToExt
-	}
 	if y < x {
 		x, y = y, x
 	}
@@ -294,10 +294,21 @@ func (d *Detector) ProposeLinks(copyURL, origURL string, linksCompared, linksMat
 			return ""
 		}
 		c.Pairs++
-		if c.AOrigin == m.FromOrigin && c.APrefix == m.FromPrefix && c.AExt == m.FromExt {
+		onA := c.AOrigin == m.FromOrigin && c.APrefix == m.FromPrefix
+		if onA {
 			c.CopiesA++
 		} else {
 			c.CopiesB++
+		}
+		if !c.Files && fileNamed(copyURL) && fileNamed(origURL) {
+			// The first pair of files tells how file names map (a copy
+			// with extensionless URLs); directories could not.
+			c.Files = true
+			if onA {
+				c.AExt, c.BExt = m.FromExt, m.ToExt
+			} else {
+				c.AExt, c.BExt = m.ToExt, m.FromExt
+			}
 		}
 		return key
 	}
@@ -309,7 +320,7 @@ func (d *Detector) ProposeLinks(copyURL, origURL string, linksCompared, linksMat
 		return ""
 	}
 	c := &Candidate{Key: key, AOrigin: m.FromOrigin, APrefix: m.FromPrefix, AExt: m.FromExt,
-		BOrigin: m.ToOrigin, BPrefix: m.ToPrefix, BExt: m.ToExt,
+		BOrigin: m.ToOrigin, BPrefix: m.ToPrefix, BExt: m.ToExt, Files: fileNamed(copyURL) && fileNamed(origURL),
 		Pairs: 1, CopiesA: 1, LinksCompared: linksCompared, LinksMatched: linksMatched}
 	d.add(c)
 	return key

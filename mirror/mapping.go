@@ -134,6 +134,46 @@ func (m Mapping) mapName(path string) string {
 	return path + m.ToExt
 }
 
+// ExtAlternates returns the other forms of URL u's file name that a site
+// with or without extensionless URLs may use: "a" -> "a.html", "a.htm";
+// "a.html" -> "a". A directory, or a name with another extension, has none.
+func ExtAlternates(u string) []string {
+	path, query, hasQuery := strings.Cut(u, "?")
+	name := path[strings.LastIndexByte(path, '/')+1:]
+	var out []string
+	switch {
+	case name == "":
+		return nil
+	case !strings.Contains(name, "."):
+		for _, ext := range htmlExts {
+			out = append(out, path+ext)
+		}
+	default:
+		for _, ext := range htmlExts {
+			if base, ok := strings.CutSuffix(path, ext); ok && !strings.HasSuffix(base, "/") {
+				out = append(out, base)
+			}
+		}
+	}
+	if hasQuery {
+		for i := range out {
+			out[i] += "?" + query
+		}
+	}
+	return out
+}
+
+// fileNamed reports whether URL u names a file, not a directory (an index
+// page counts as its directory).
+func fileNamed(u string) bool {
+	pu, err := url.Parse(u)
+	if err != nil {
+		return false
+	}
+	p := dirForm(pu.EscapedPath())
+	return p != "" && !strings.HasSuffix(p, "/")
+}
+
 // dirForm turns ".../index.html" into ".../".
 func dirForm(p string) string {
 	if p == "" {

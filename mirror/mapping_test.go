@@ -1,6 +1,9 @@
 package mirror
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func TestInfer(t *testing.T) {
 	cases := []struct {
@@ -106,7 +109,38 @@ func TestExtensionless(t *testing.T) {
 	if len(cps) != 1 || cps[0].URL != "http://o/npm/cli/npm-run.html" {
 		t.Fatalf("Counterparts from the copy: %+v", cps)
 	}
-	if plain := NewDetector(DefaultOptions()).Propose("http://m/mirror/cli/npm-ls.html", "http://o/npm/cli/npm-ls.html"); plain == key {
-		t.Error("an extensionless candidate shares its key with a plain one")
+	// A candidate proposed by index pages first (no file names to tell
+	// extensions by) learns them from its first pair of files.
+	d = NewDetector(DefaultOptions())
+	key = d.Propose("http://m/mirror/", "http://o/npm/index.html")
+	if cps := d.Counterparts("http://m/mirror/cli/npm-run"); len(cps) != 1 || cps[0].URL != "http://o/npm/cli/npm-run" {
+		t.Fatalf("before a pair of files: %+v", cps)
+	}
+	if k := d.Propose("http://m/mirror/cli/npm-ls", "http://o/npm/cli/npm-ls.html"); k != key {
+		t.Fatalf("the pair of files proposed %q, want the index pair's candidate %q", k, key)
+	}
+	if cps := d.Counterparts("http://m/mirror/cli/npm-run"); len(cps) != 1 || cps[0].URL != "http://o/npm/cli/npm-run.html" {
+		t.Fatalf("after a pair of files: %+v", cps)
+	}
+	// ...and keeps them: a later pair of files does not change them.
+	d.Propose("http://m/mirror/x.html", "http://o/npm/x.html")
+	if c, _ := d.Candidate(key); !c.Files || c.BExt != ".html" || c.AExt != "" {
+		t.Fatalf("candidate after more pairs: %+v", c)
+	}
+}
+
+func TestExtAlternates(t *testing.T) {
+	for in, want := range map[string][]string{
+		"http://h/a/npm-ls":      {"http://h/a/npm-ls.html", "http://h/a/npm-ls.htm"},
+		"http://h/a/npm-ls.html": {"http://h/a/npm-ls"},
+		"http://h/a/npm-ls.htm":  {"http://h/a/npm-ls"},
+		"http://h/a/npm-ls?x=1":  {"http://h/a/npm-ls.html?x=1", "http://h/a/npm-ls.htm?x=1"},
+		"http://h/a/":            nil,
+		"http://h/a/logo.png":    nil,
+	} {
+		got := ExtAlternates(in)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("ExtAlternates(%s) = %v, want %v", in, got, want)
+		}
 	}
 }
