@@ -452,17 +452,21 @@ func (e *Engine) samePage(key string, p *storage.Page, doc *parse.Document, rec 
 	if (dup(p) && p.OriginalID == rec.ID) || (dup(rec) && rec.OriginalID == p.ID) {
 		return true, nil
 	}
-	mine := doc.Tokens
-	if e.o.Parse.URLTokens {
-		mine = e.storedTokens(nil, doc.Title, doc.Text)
-	}
-	theirs, err := e.pageTokensTo(nil, rec.ID)
+	text, err := e.db.Text(rec.ID)
 	if err != nil {
 		if errors.Is(err, storage.ErrDamaged) {
 			return false, nil // unreadable: no evidence either way
 		}
 		return false, err
 	}
+	if text == doc.Text && (!e.o.Parse.TitleTokens || rec.Title == doc.Title) {
+		return true, nil // the same token stream: J = 1 without shingling
+	}
+	mine := doc.Tokens
+	if e.o.Parse.URLTokens {
+		mine = e.storedTokens(nil, doc.Title, doc.Text)
+	}
+	theirs := e.storedTokens(nil, rec.Title, text)
 	j := e.o.Mirror.Resemblance(key, e.det.Shingles(mine, nil), e.det.Shingles(theirs, nil))
 	return j >= e.det.Options().Threshold, nil
 }

@@ -593,11 +593,13 @@ func resolveURL(base *whatwgurl.URL, ref string) (*whatwgurl.URL, bool) {
 	return u, true
 }
 
-// resolve returns the absolute form of ref against base, without its fragment.
+// resolve returns the absolute form of ref against base, without its
+// fragment, if it is an http(s) URL (whatwgurl.ResolveHref: plain relative
+// paths directly, the rest through the parser).
 func resolve(base *whatwgurl.URL, ref string) (string, bool) {
-	u, ok := resolveURL(base, ref)
-	if !ok {
-		return "", false
+	s, err := whatwgurl.ResolveHref(base, ref)
+	if err != nil || !(strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")) {
+		return "", false // unparseable, or javascript:, mailto:, data:, tel:, ftp: ...
 	}
-	return u.Href(true), true
+	return s, true
 }

@@ -32,6 +32,7 @@ targets=(
 	./export/:FuzzWARCRoundTrip
 	./export/:FuzzReadWARC
 	./report/:FuzzTruncateMiddle
+	./internal/whatwgurl/:FuzzResolveHref
 )
 
 # Every fuzz function of the module must be listed above, so a new target is
