@@ -43,6 +43,13 @@ func Canonicalize(raw string, base *url.URL) (string, error) {
 	if base != nil {
 		baseHref = base.String()
 	}
+	if baseHref == "" {
+		// Most URLs the crawl canonicalizes are links parse/ already
+		// resolved: plain absolute URLs whose parts need no parser.
+		if p, ok := whatwgurl.SplitPlain(raw); ok {
+			return canonicalizeParsed(p, raw)
+		}
+	}
 	u, err := whatwgParse(raw, baseHref)
 	if err != nil {
 		return "", err
@@ -73,7 +80,7 @@ func whatwgParse(raw, baseHref string) (*whatwgurl.URL, error) {
 }
 
 // canonicalizeParsed applies the crawler-specific steps on top of the WHATWG result.
-func canonicalizeParsed(u *whatwgurl.URL, raw string) (string, error) {
+func canonicalizeParsed(u whatwgurl.Parts, raw string) (string, error) {
 	scheme := u.Scheme()
 	if scheme != "http" && scheme != "https" {
 		return "", fmt.Errorf("canonicalize %q: scheme %q: %w", raw, scheme, ErrScheme)

@@ -69,7 +69,17 @@ func plain(c byte, inQuery bool) bool {
 // dropped) against an http(s) base without credentials. ok is false for anything else.
 func fastResolve(base *URL, ref string) (string, bool) {
 	if i := strings.IndexByte(ref, '#'); i >= 0 {
+		if i == 0 && plainFragment(ref[1:]) {
+			// "#section": the base itself (its fragment replaced, then dropped).
+			if s := base.Scheme(); s == "http" || s == "https" {
+				return base.Href(true), true
+			}
+			return "", false
+		}
 		ref = ref[:i]
+	}
+	if origin, rest, ok := plainAbsolute(ref); ok {
+		return resolvePlain(origin, rest)
 	}
 	path, query, hasQuery := strings.Cut(ref, "?")
 	if path == "" || strings.HasPrefix(path, "//") {
@@ -105,6 +115,175 @@ func fastResolve(base *URL, ref string) (string, bool) {
 	b.WriteString("://")
 	b.WriteString(base.Host())
 	writeDotless(&b, full)
+	if hasQuery {
+		b.WriteByte('?')
+		b.WriteString(query)
+	}
+	return b.String(), true
+}
+
+// Parts are the components of a parsed http(s) URL that the crawler's canonical form is made
+// of; *URL has them, and so does the split of a plain absolute URL (SplitPlain).
+type Parts interface {
+	Scheme() string
+	Hostname() string
+	Port() string
+	Pathname() string
+	Query() string
+}
+
+// plainParts is a plain absolute URL split into its parts.
+type plainParts struct{ scheme, host, port, path, query string }
+
+func (p plainParts) Scheme() string   { return p.scheme }
+func (p plainParts) Hostname() string { return p.host }
+func (p plainParts) Port() string     { return p.port }
+func (p plainParts) Pathname() string { return p.path }
+func (p plainParts) Query() string    { return p.query }
+
+// SplitPlain returns the parts of raw as the parser would give them, when raw is a plain
+// absolute http(s) URL (the form fastResolve resolves: a plain host and port, a path and
+// query of plain characters, no fragment); ok is false for anything else, which goes to
+// the parser. TestSplitPlainEqualsParser compares the two.
+func SplitPlain(raw string) (Parts, bool) {
+	if strings.IndexByte(raw, '#') >= 0 {
+		return nil, false
+	}
+	origin, rest, ok := plainAbsolute(raw)
+	if !ok {
+		return nil, false
+	}
+	href, ok := resolvePlain(origin, rest)
+	if !ok {
+		return nil, false
+	}
+	scheme, after, _ := strings.Cut(href, "://")
+	end := strings.IndexByte(after, '/')
+	host, port, _ := strings.Cut(after[:end], ":")
+	path, query, _ := strings.Cut(after[end:], "?")
+	return plainParts{scheme, host, port, path, query}, true
+}
+
+// plainFragment reports whether a fragment holds only characters that the parser would
+// neither strip nor change the meaning of (it is dropped anyway; whitespace and controls are
+// stripped from the whole href first, so they go to the parser).
+func plainFragment(f string) bool {
+	for i := 0; i < len(f); i++ {
+		if c := f[i]; c <= ' ' || c >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// plainAbsolute splits an absolute http(s) href whose host is plain (lower-case letters,
+// digits, '-' and '.', not ending in a number unless it is a canonical dotted quad) and whose
+// port, if any, is not the scheme's default, into its origin ("http://h:81") and the rest of
+// it (path and query).
+func plainAbsolute(ref string) (origin, rest string, ok bool) {
+	var scheme string
+	switch {
+	case strings.HasPrefix(ref, "http://"):
+		scheme = "http"
+	case strings.HasPrefix(ref, "https://"):
+		scheme = "https"
+	default:
+		return "", "", false
+	}
+	after := ref[len(scheme)+3:]
+	end := strings.IndexAny(after, "/?")
+	if end < 0 {
+		end = len(after)
+	}
+	hostport := after[:end]
+	host, port, hasPort := strings.Cut(hostport, ":")
+	if host == "" || !plainHost(host) {
+		return "", "", false
+	}
+	if hasPort {
+		if port == "" || len(port) > 5 || port[0] == '0' {
+			return "", "", false
+		}
+		for i := 0; i < len(port); i++ {
+			if port[i] < '0' || port[i] > '9' {
+				return "", "", false
+			}
+		}
+		if atoi(port) > 65535 {
+			return "", "", false
+		}
+		if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+			return "", "", false
+		}
+	}
+	rest = after[end:]
+	if rest == "" || rest[0] == '?' {
+		rest = "/" + rest
+	}
+	return scheme + "://" + hostport, rest, true
+}
+
+// plainHost reports whether host serializes as it is written: lower-case letters, digits, '-'
+// and '.', no empty label, and if its last label is numeric, a dotted quad of decimal numbers
+// 0-255 without leading zeros (anything else the parser reads as an IPv4 address of its own
+// form, or refuses).
+func plainHost(host string) bool {
+	labels := strings.Split(host, ".")
+	for _, l := range labels {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false // hyphens at a label's edge: IDNA rules the parser applies
+		}
+		for i := 0; i < len(l); i++ {
+			c := l[i]
+			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	last := labels[len(labels)-1]
+	if strings.Trim(last, "0123456789") != "" && !strings.HasPrefix(last, "0x") {
+		return !strings.HasPrefix(host, "xn--") && !strings.Contains(host, ".xn--")
+	}
+	if len(labels) != 4 {
+		return false
+	}
+	for _, l := range labels {
+		if strings.Trim(l, "0123456789") != "" || (len(l) > 1 && l[0] == '0') || len(l) > 3 {
+			return false
+		}
+		if atoi(l) > 255 {
+			return false
+		}
+	}
+	return true
+}
+
+func atoi(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		n = n*10 + int(s[i]-'0')
+	}
+	return n
+}
+
+// resolvePlain finishes an absolute href split by plainAbsolute: its path and query must be
+// plain, as in a relative reference.
+func resolvePlain(origin, rest string) (string, bool) {
+	path, query, hasQuery := strings.Cut(rest, "?")
+	for i := 0; i < len(path); i++ {
+		if !plain(path[i], false) {
+			return "", false
+		}
+	}
+	for i := 0; i < len(query); i++ {
+		if !plain(query[i], true) {
+			return "", false
+		}
+	}
+	var b strings.Builder
+	b.Grow(len(origin) + len(rest) + 1)
+	b.WriteString(origin)
+	writeDotless(&b, path)
 	if hasQuery {
 		b.WriteByte('?')
 		b.WriteString(query)

@@ -28,6 +28,10 @@ func TestResolveHrefEqualsParser(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 19))
 	alphabet := []string{"a", "b", "Z", "0", ".", "..", "/", "//", "?", "#", "=", "&", ":", "'", "%", "%2e", "%zz",
 		"\\", " ", "\t", "\n", "@", ";", "~", "-", "_", "é", "(", "*", "+", ",", "$", "!", "\"", "<", "`", "{"}
+	// Absolute references: plain hosts, numeric and odd ones, ports.
+	starts := []string{"", "", "", "#", "http://", "https://", "HTTP://", "http://h", "http://127.0.0.2", "http://127.1",
+		"http://0x7f.1", "http://256.1.1.1", "http://a.b-c.d", "http://xn--bcher-kva.example", "http://h:80", "http://h:8080",
+		"https://h:443", "http://h:0", "http://h:99999", "http://EXAMPLE.com", "http://01.2.3.4", "http://h.1", "http://u@h"}
 	fast := 0
 	for _, b := range testBases {
 		base, err := Parse(b)
@@ -36,6 +40,7 @@ func TestResolveHrefEqualsParser(t *testing.T) {
 		}
 		for i := 0; i < 20000; i++ {
 			var sb strings.Builder
+			sb.WriteString(starts[rng.IntN(len(starts))])
 			for n := rng.IntN(8); n >= 0; n-- {
 				sb.WriteString(alphabet[rng.IntN(len(alphabet))])
 			}
@@ -59,7 +64,8 @@ func TestResolveHrefEqualsParser(t *testing.T) {
 }
 
 func FuzzResolveHref(f *testing.F) {
-	for _, s := range []string{"a/b", "../x.html", "/p?q=1", "./.././a/..", "a:b/c", "x/./y/../", "?q", "#f", "a'b?c'd"} {
+	for _, s := range []string{"a/b", "../x.html", "/p?q=1", "./.././a/..", "a:b/c", "x/./y/../", "?q", "#f", "a'b?c'd",
+		"http://h/a/../b?x", "https://h:8443", "http://127.0.0.2:8080/x", "http://h.0x1/", "#a b"} {
 		f.Add(s)
 	}
 	bases := make([]*URL, 0, len(testBases))
@@ -98,4 +104,39 @@ func BenchmarkResolveHref(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestSplitPlainEqualsParser: the parts SplitPlain gives a plain absolute URL
+// are the parser's, on many random URLs (plain and not).
+func TestSplitPlainEqualsParser(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 37))
+	starts := []string{"http://h", "https://h", "http://127.0.0.2", "http://127.1", "http://a.b-c.d", "http://h:8080",
+		"http://h:80", "https://h:443", "HTTP://h", "http://EXAMPLE.com", "http://u@h", "http://h.0x1", "http://xn--bcher-kva.example"}
+	alphabet := []string{"/", "/", "a", "b", ".", "..", "?", "=", "&", "'", "%", "#", ":", "@", ";", "~", " ", "\\", "é", "Z"}
+	split := 0
+	for i := 0; i < 400000; i++ {
+		var sb strings.Builder
+		sb.WriteString(starts[rng.IntN(len(starts))])
+		for n := rng.IntN(8); n >= 0; n-- {
+			sb.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		raw := sb.String()
+		p, ok := SplitPlain(raw)
+		if !ok {
+			continue
+		}
+		split++
+		u, err := Parse(raw)
+		if err != nil {
+			t.Fatalf("%q: split, but the parser refuses it: %v", raw, err)
+		}
+		got := [5]string{p.Scheme(), p.Hostname(), p.Port(), p.Pathname(), p.Query()}
+		want := [5]string{u.Scheme(), u.Hostname(), u.Port(), u.Pathname(), u.Query()}
+		if got != want {
+			t.Fatalf("%q: SplitPlain %q, parser %q", raw, got, want)
+		}
+	}
+	if split < 10000 {
+		t.Errorf("only %d URLs split: the test proves little", split)
+	}
 }
