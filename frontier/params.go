@@ -333,6 +333,11 @@ func (l *ParamLearner) evidence(host, name string, skeleton uint64, p ParamPair)
 	}
 	r.Decided = true
 	l.active[host] = append(l.active[host], name)
+	return r.snapshot()
+}
+
+// snapshot returns a copy of r that shares nothing with the learner's state.
+func (r *ParamRule) snapshot() *ParamRule {
 	out := *r
 	out.Examples = slices.Clone(r.Examples)
 	return &out
@@ -353,9 +358,7 @@ func (l *ParamLearner) counter(host, name string, p ParamPair) *ParamRule {
 		r.Withdrawn = true
 		l.active[host] = slices.DeleteFunc(l.active[host], func(n string) bool { return n == name })
 	}
-	out := *r
-	out.Examples = slices.Clone(r.Examples)
-	return &out
+	return r.snapshot()
 }
 
 // Restore loads rules a store kept (decided, withdrawn or blocked ones).

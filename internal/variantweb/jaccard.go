@@ -41,23 +41,7 @@ func shingleText(body []byte, pageURL string) ([]uint64, string, error) {
 	return slices.Compact(sh), doc.Text, nil
 }
 
-// Jaccard is |a ∩ b| / |a ∪ b| of two sorted, distinct sets; 1 when both are empty.
-func Jaccard(a, b []uint64) float64 {
-	if len(a) == 0 && len(b) == 0 {
-		return 1
-	}
-	i, j, common := 0, 0, 0
-	for i < len(a) && j < len(b) {
-		switch {
-		case a[i] == b[j]:
-			common++
-			i++
-			j++
-		case a[i] < b[j]:
-			i++
-		default:
-			j++
-		}
-	}
-	return float64(common) / float64(len(a)+len(b)-common)
-}
+// Jaccard is |a ∩ b| / |a ∪ b| of two shingle sets (1 when both are empty): the
+// crawler's own dedup.ExactJaccard (a and b are kept sorted, so its in-place sort
+// changes nothing).
+func Jaccard(a, b []uint64) float64 { return dedup.ExactJaccard(a, b) }

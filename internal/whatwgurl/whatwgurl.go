@@ -64,6 +64,21 @@ func plain(c byte, inQuery bool) bool {
 	return false
 }
 
+// plainPathQuery reports whether every character of path and query is plain.
+func plainPathQuery(path, query string) bool {
+	for i := 0; i < len(path); i++ {
+		if !plain(path[i], false) {
+			return false
+		}
+	}
+	for i := 0; i < len(query); i++ {
+		if !plain(query[i], true) {
+			return false
+		}
+	}
+	return true
+}
+
 // fastResolve resolves a plain relative reference (a path of plain characters, not starting with
 // "//", with no ':' in its first segment, and an optional query of plain characters; any fragment
 // dropped) against an http(s) base without credentials. ok is false for anything else.
@@ -85,17 +100,9 @@ func fastResolve(base *URL, ref string) (string, bool) {
 	if path == "" || strings.HasPrefix(path, "//") {
 		return "", false
 	}
-	firstSlash := strings.IndexByte(path, '/')
-	for i := 0; i < len(path); i++ {
-		c := path[i]
-		if !plain(c, false) || (c == ':' && (firstSlash < 0 || i < firstSlash)) {
-			return "", false
-		}
-	}
-	for i := 0; i < len(query); i++ {
-		if !plain(query[i], true) {
-			return "", false
-		}
+	firstSeg, _, _ := strings.Cut(path, "/")
+	if strings.Contains(firstSeg, ":") || !plainPathQuery(path, query) {
+		return "", false // a ':' in the first segment ("a:b") would be a scheme
 	}
 	scheme := base.Scheme()
 	if (scheme != "http" && scheme != "https") || base.Hostname() == "" || base.Username() != "" || base.Password() != "" {
@@ -270,15 +277,8 @@ func atoi(s string) int {
 // plain, as in a relative reference.
 func resolvePlain(origin, rest string) (string, bool) {
 	path, query, hasQuery := strings.Cut(rest, "?")
-	for i := 0; i < len(path); i++ {
-		if !plain(path[i], false) {
-			return "", false
-		}
-	}
-	for i := 0; i < len(query); i++ {
-		if !plain(query[i], true) {
-			return "", false
-		}
+	if !plainPathQuery(path, query) {
+		return "", false
 	}
 	var b strings.Builder
 	b.Grow(len(origin) + len(rest) + 1)
