@@ -74,8 +74,9 @@ func (e *DamageError) Unwrap() error { return ErrDamaged }
 // yet (a memtable flush or a compaction writes its tables before recording
 // them, and deletes the tables they replace only after) when the MANIFEST
 // reads cleanly to its end (a crash cannot cut a MANIFEST record: Badger
-// writes each with one write call), and a torn last write in the last value
-// log (see tornWrite).
+// writes each with one write call) and the store was not closed cleanly (a
+// write-ahead log is left), and a torn last write in the last value log (see
+// tornWrite).
 func Check(dir string) ([]Damage, error) {
 	ds, _, err := inspect(dir)
 	return ds, err
@@ -146,7 +147,11 @@ func inspect(dir string) ([]Damage, residue, error) {
 		out = append(out, Damage{File: "MANIFEST", Fatal: true,
 			What: fmt.Sprintf("lists %d table file(s) that are missing (%s): their records are lost", len(missing), strings.Join(missing, ", "))})
 	}
-	if len(orphan) > 0 && len(ds) > 0 {
+	// Unlisted tables are a crash's only in a store that was not closed
+	// cleanly: a clean close leaves no write-ahead log (.mem), and Badger
+	// keeps one open from the moment it opens a store. In a cleanly closed
+	// store they mean a MANIFEST cut short, even exactly between two records.
+	if len(orphan) > 0 && (len(ds) > 0 || len(res.wals) == 0) {
 		out = append(out, Damage{File: "MANIFEST", Fatal: true,
 			What: fmt.Sprintf("does not list %d of the %d table files (%s): the MANIFEST is damaged or cut short, and opening the store would delete them",
 				len(orphan), len(onDisk), strings.Join(orphan, ", "))})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -118,6 +119,22 @@ func TestCheckUnlistedTables(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// A crash: the data dir as it stands while the store is open with a
+	// write in its memtable (its write-ahead log in place), copied aside,
+	// plus two table files a flush or compaction had written but not
+	// recorded yet.
+	db = open(t, dir)
+	if err := db.Update(func(tx *Tx) error { return tx.PutMeta("after", []byte("x")) }); err != nil {
+		t.Fatal(err)
+	}
+	crashed := t.TempDir()
+	copyOpenStore(t, dir, crashed)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if wals, _ := filepath.Glob(filepath.Join(crashed, "*.mem")); len(wals) == 0 {
+		t.Fatal("the copy of an open store has no write-ahead log: the test proves nothing")
+	}
 	ssts, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
 	if len(ssts) == 0 {
 		t.Fatal("no table written")
@@ -127,16 +144,40 @@ func TestCheckUnlistedTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"000900.sst", "000901.sst"} {
-		if err := os.WriteFile(filepath.Join(dir, name), b[:len(b)/2], 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(crashed, name), b[:len(b)/2], 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if found, err := Check(dir); err != nil || len(found) > 0 {
-		t.Fatalf("Check with unlisted tables: %v %v; want no damage", found, err)
+	if found, err := Check(crashed); err != nil || len(found) > 0 {
+		t.Fatalf("Check of a crashed store with unlisted tables: %v %v; want no damage", found, err)
+	}
+	// The same unlisted tables in a store closed cleanly cannot be a
+	// crash's: a MANIFEST cut short, even between two records.
+	clean := t.TempDir()
+	if err := os.CopyFS(clean, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"000900.sst", "000901.sst"} {
+		if err := os.WriteFile(filepath.Join(clean, name), b[:len(b)/2], 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if found, err := Check(clean); err != nil || len(found) == 0 || !found[0].Fatal {
+		t.Fatalf("Check of a cleanly closed store with unlisted tables: %v %v; want fatal damage", found, err)
 	}
 	manifest, err := os.ReadFile(filepath.Join(dir, "MANIFEST"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Record boundaries: an 8-byte header, then records of a 4-byte length,
+	// a 4-byte checksum and the change set.
+	var bounds []int
+	for off := manifestHeaderSize; off+8 <= len(manifest); {
+		off += 8 + int(binary.BigEndian.Uint32(manifest[off:]))
+		bounds = append(bounds, off)
+	}
+	if len(bounds) < 2 {
+		t.Fatalf("the MANIFEST has %d records: no boundary to cut at", len(bounds))
 	}
 	for _, c := range []struct {
 		name string
@@ -144,6 +185,8 @@ func TestCheckUnlistedTables(t *testing.T) {
 	}{
 		{"cut inside its last record", len(manifest) - 3},
 		{"cut to its header", manifestHeaderSize},
+		{"cut between its first two records", bounds[0]},
+		{"cut before its last record", bounds[len(bounds)-2]},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cut := t.TempDir()
@@ -153,22 +196,69 @@ func TestCheckUnlistedTables(t *testing.T) {
 			if err := os.Truncate(filepath.Join(cut, "MANIFEST"), int64(c.size)); err != nil {
 				t.Fatal(err)
 			}
+			before := snapshotDir(t, cut)
 			found, err := Check(cut)
 			if err != nil || len(found) == 0 || !found[0].Fatal {
 				t.Errorf("Check: %v %v; want fatal damage", found, err)
 			}
+			if _, err := Open(cut, Options{ReadOnly: true}); !errors.Is(err, ErrDamaged) {
+				t.Errorf("read-only open: %v, want ErrDamaged", err)
+			}
+			if after := snapshotDir(t, cut); !maps.Equal(before, after) {
+				t.Error("the refused open changed the data dir")
+			}
 		})
 	}
-	db, err = Open(dir, Options{ReadOnly: true})
+	db, err = Open(crashed, Options{ReadOnly: true})
 	if err != nil {
-		t.Fatalf("read-only open with unlisted tables: %v", err)
+		t.Fatalf("read-only open of the crashed store: %v", err)
 	}
 	db.Close()
-	db = open(t, dir)
+	db = open(t, crashed)
 	defer db.Close()
-	if _, err := os.Stat(filepath.Join(dir, "000900.sst")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(crashed, "000900.sst")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("unlisted table kept after a read-write open: %v", err)
 	}
+}
+
+// copyOpenStore copies the files of a store that is open (as a crash leaves
+// them), skipping those Badger removes meanwhile.
+func copyOpenStore(t *testing.T, from, to string) {
+	t.Helper()
+	es, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		b, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// snapshotDir returns the contents of every file in dir.
+func snapshotDir(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = string(b)
+	}
+	return out
 }
 
 // TestEmptyFilesOfACrash: killed between creating a write-ahead log or a
