@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/horseshoe-crawler/horseshoe/internal/warcread"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
 
@@ -458,8 +459,8 @@ func TestReadWARCRejects(t *testing.T) {
 				if (err != nil) != tc.wantErr || len(recs) != tc.records {
 					t.Errorf("gzip=%v: %d records, err %v; want %d records, error %v", gz, len(recs), err, tc.records, tc.wantErr)
 				}
-				if err != nil && !errors.Is(err, ErrWARCFormat) && !tc.wantErr {
-					t.Errorf("gzip=%v: error %v is not ErrWARCFormat", gz, err)
+				if err != nil && !errors.Is(err, warcread.ErrFormat) && !tc.wantErr {
+					t.Errorf("gzip=%v: error %v is not warcread.ErrFormat", gz, err)
 				}
 			}
 		})

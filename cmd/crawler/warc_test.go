@@ -15,6 +15,7 @@ import (
 
 	"github.com/horseshoe-crawler/horseshoe/configs"
 	"github.com/horseshoe-crawler/horseshoe/export"
+	"github.com/horseshoe-crawler/horseshoe/internal/warcread"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
 
@@ -87,7 +88,7 @@ func TestExportWARC(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			recs, err := export.ReadWARC(&buf)
+			recs, err := warcread.Read(&buf)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -162,7 +163,7 @@ func TestCorpusWARCExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := export.ReadWARC(bytes.NewReader(data))
+	recs, err := warcread.Read(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
