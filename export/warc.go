@@ -69,6 +69,14 @@ type WARCOptions struct {
 	// out or reduced to a metadata record because its raw exchange cannot
 	// be read back from a damaged store (storage.ErrDamaged).
 	Damaged func(p *storage.Page)
+	// CDXJ, when set, receives the CDXJ index of the file (see cdxj.go):
+	// one line per response, revisit and metadata record, sorted, written
+	// once the WARC is complete. It is held in memory until then, some
+	// 300 bytes a record.
+	CDXJ io.Writer
+	// Filename names the WARC file in the CDXJ index (its base name, as
+	// replay tools find it in their collection).
+	Filename string
 }
 
 // WARCField is one named field of a WARC record header.
@@ -153,10 +161,18 @@ func WARC(w io.Writer, st WARCStore, o WARCOptions) (records int, err error) {
 	if err != nil {
 		return ww.n, err
 	}
-	return ww.n, ww.flush()
+	if err := ww.flush(); err != nil {
+		return ww.n, err
+	}
+	if ww.index != nil {
+		return ww.n, ww.index.write(o.CDXJ)
+	}
+	return ww.n, nil
 }
 
 type warcWriter struct {
+	out      *countingWriter // under bw: the bytes flushed so far
+	index    *cdxjIndex      // nil: no CDXJ index
 	bw       *bufio.Writer
 	zw       *gzip.Writer // nil when uncompressed
 	o        WARCOptions
@@ -169,7 +185,11 @@ type warcWriter struct {
 }
 
 func newWARCWriter(w io.Writer, o WARCOptions) *warcWriter {
-	ww := &warcWriter{bw: bufio.NewWriterSize(w, 1<<16), o: o, rand: o.Rand, tailCRLF: []byte("\r\n\r\n")}
+	cw := &countingWriter{w: w}
+	ww := &warcWriter{out: cw, bw: bufio.NewWriterSize(cw, 1<<16), o: o, rand: o.Rand, tailCRLF: []byte("\r\n\r\n")}
+	if o.CDXJ != nil {
+		ww.index = newCDXJIndex(o.Filename)
+	}
 	if ww.rand == nil {
 		ww.rand = rand.Reader
 	}
@@ -213,6 +233,7 @@ func (ww *warcWriter) record(fields []WARCField, contentType string, block ...[]
 	writeField(&ww.hdr, "Content-Length", strconv.Itoa(size))
 	ww.hdr.WriteString("\r\n")
 
+	start := ww.offset()
 	var out io.Writer = ww.bw
 	if ww.zw != nil {
 		ww.zw.Reset(ww.bw)
@@ -235,7 +256,29 @@ func (ww *warcWriter) record(fields []WARCField, contentType string, block ...[]
 		}
 	}
 	ww.n++
+	if ww.index != nil && len(block) > 0 {
+		length := ww.offset() - start
+		if ww.zw == nil {
+			length -= int64(len(ww.tailCRLF)) // a plain record's length ends with its block, as warcio counts it
+		}
+		return ww.index.add(fields, contentType, block[0], start, length)
+	}
 	return nil
+}
+
+// offset is where the next record starts in the output.
+func (ww *warcWriter) offset() int64 { return ww.out.n + int64(ww.bw.Buffered()) }
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func (ww *warcWriter) damaged(p *storage.Page) {
