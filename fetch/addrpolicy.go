@@ -202,7 +202,7 @@ func (d *policyDialer) DialContext(ctx context.Context, network, address string)
 	if err != nil {
 		return nil, &net.OpError{Op: "dial", Net: network, Err: err}
 	}
-	if slices.Contains(d.proxies, address) {
+	if slices.ContainsFunc(d.proxies, func(p string) bool { return strings.EqualFold(p, address) }) {
 		return d.dial(ctx, network, address) // the user named the proxy: its address is not judged
 	}
 	refuse := func(err error) error {

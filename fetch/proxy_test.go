@@ -390,3 +390,69 @@ func TestNoProxyMatch(t *testing.T) {
 		t.Errorf("* must match everything and the empty list nothing")
 	}
 }
+
+// tlsFront puts TLS (httptest's certificate, valid for example.com) in front of a proxy: an
+// https:// proxy URL for it reaches the proxy through TLS.
+func tlsFront(tb testing.TB, backend string) *url.URL {
+	tb.Helper()
+	cert := httptest.NewTLSServer(http.NotFoundHandler())
+	cfg := cert.TLS.Clone()
+	cert.Close()
+	l, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	tb.Cleanup(func() { l.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				b, err := net.Dial("tcp", backend)
+				if err != nil {
+					return
+				}
+				defer b.Close()
+				go func() { io.Copy(b, c); b.(*net.TCPConn).CloseWrite() }()
+				io.Copy(c, b)
+			}()
+		}
+	}()
+	return &url.URL{Scheme: "https", Host: l.Addr().String()}
+}
+
+func TestProxyHTTPSProxy(t *testing.T) {
+	px := testproxy.Tinyproxy(t, testproxy.TinyOptions{User: "crawler", Password: "s3cret"})
+	front := tlsFront(t, px.URL.Host)
+	front.User = px.URL.User
+	plain := newOrigin(t, "127.0.0.2", false)
+	secure := newOrigin(t, "127.0.0.3", true)
+	f := proxyFetcher(t, ProxyConfig{HTTP: front, HTTPS: front}, nil, secure)
+	for _, org := range []*origin{plain, secure} {
+		res, err := f.Fetch(context.Background(), org.srv.URL+"/")
+		if err != nil || res.Status != 200 || !strings.HasPrefix(res.Proxy, "https://") {
+			t.Fatalf("%s through an https proxy: %v %+v\n%s", org.srv.URL, err, res, px.Log(t))
+		}
+	}
+	if via := plain.requests()[0].Header.Get("Via"); !strings.Contains(via, "tinyproxy") {
+		t.Errorf("plain request not through tinyproxy (Via %q)", via)
+	}
+	if !px.WaitLog(t, "CONNECT "+secure.srv.Listener.Addr().String()) {
+		t.Errorf("tinyproxy did not log the CONNECT")
+	}
+	// The proxy's certificate is checked: a fetcher that does not trust it fails with a proxy error.
+	g := newTestFetcher(t, func(o *Options) { o.Proxy = ProxyConfig{HTTP: front} })
+	_, err := g.Fetch(context.Background(), plain.srv.URL+"/again")
+	fe := wantClass(t, err, ClassProxy)
+	if !strings.Contains(fe.Error(), "certificate") {
+		t.Errorf("error %v: want the proxy's certificate named", err)
+	}
+}
