@@ -189,3 +189,45 @@ func TestSURTExamples(t *testing.T) {
 		}
 	}
 }
+
+// TestCDXJServerNotModifiedRevisit: a revisit record of the server-not-modified profile (what a
+// recrawl writes for a 304: the HTTP header only, no payload, no Content-Type) is indexed as
+// warcio indexes it: mime warc/revisit, status 304, the digest of the unchanged payload.
+func TestCDXJServerNotModifiedRevisit(t *testing.T) {
+	bin := testtools.Warcio(t)
+	var warc, cdxj bytes.Buffer
+	ww := newWARCWriter(&warc, WARCOptions{CDXJ: &cdxj, Filename: "recrawl.warc.gz"})
+	head := []byte("HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\nDate: Tue, 04 Mar 2025 05:06:07 GMT\r\n\r\n")
+	fields := []WARCField{
+		{"WARC-Type", "revisit"},
+		{"WARC-Record-ID", "<urn:uuid:00000000-0000-4000-8000-000000000001>"},
+		{"WARC-Date", "2025-04-01T10:00:00Z"},
+		{"WARC-Target-URI", "http://www.a.test/page?b=2&a=1"},
+		{"WARC-Profile", "http://netpreserve.org/warc/1.1/revisit/server-not-modified"},
+		{"WARC-Refers-To-Target-URI", "http://www.a.test/page?b=2&a=1"},
+		{"WARC-Refers-To-Date", "2025-03-04T05:06:07Z"},
+		{"WARC-Payload-Digest", "sha1:FAGPM6ZCJ4PKSFYT5C6DSW6D42VOYSNF"},
+	}
+	if err := ww.record(fields, ctResponse, head); err != nil {
+		t.Fatal(err)
+	}
+	if err := ww.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ww.index.write(&cdxj); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "recrawl.warc.gz")
+	if err := os.WriteFile(path, warc.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	theirs := strings.TrimSpace(string(warcioRun(t, bin, "cdx-index", path)))
+	ours := strings.TrimSpace(cdxj.String())
+	if ours != theirs {
+		t.Errorf("ours   %s\nwarcio %s", ours, theirs)
+	}
+	want := `test,a)/page?a=1&b=2 20250401100000 {"url":"http://www.a.test/page?b=2&a=1","mime":"warc/revisit","status":"304","digest":"FAGPM6ZCJ4PKSFYT5C6DSW6D42VOYSNF","length":"`
+	if !strings.HasPrefix(ours, want) {
+		t.Errorf("ours %s\nwant %s...", ours, want)
+	}
+}
