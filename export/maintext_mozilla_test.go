@@ -22,9 +22,12 @@ import (
 )
 
 // readabilityScript runs Mozilla's Readability 0.6.0 on jsdom: it reads
-// JSON lines {file, url} on stdin and prints JSON lines {file, text, ms},
-// text being the article's textContent, or null when Readability finds no
-// article.
+// JSON lines {file, url} on stdin and prints JSON lines {file, text,
+// spaced, ms}: text is the article's textContent, or null when Readability
+// finds no article; spaced is the same article's text nodes joined by
+// spaces. textContent runs the texts of neighbouring blocks and table cells
+// together ("IndexesPrev", "240160A0" for the cells 240, 160, A0), where
+// our main text, rendered as a browser renders text, separates them.
 const readabilityScript = `
 import { createRequire } from "node:module";
 import { readFileSync } from "node:fs";
@@ -37,10 +40,17 @@ for await (const line of createInterface({ input: process.stdin })) {
   const { file, url } = JSON.parse(line);
   const start = performance.now();
   const dom = new JSDOM(readFileSync(file, "utf8"), { url, virtualConsole: quiet });
-  const article = new Readability(dom.window.document).parse();
+  const article = new Readability(dom.window.document, { serializer: (el) => el }).parse();
   const ms = performance.now() - start;
+  let spaced = null;
+  if (article) {
+    const parts = [];
+    const walk = dom.window.document.createTreeWalker(article.content, 4 /* NodeFilter.SHOW_TEXT */);
+    while (walk.nextNode()) parts.push(walk.currentNode.data);
+    spaced = parts.join(" ");
+  }
+  console.log(JSON.stringify({ file, text: article ? article.textContent : null, spaced, ms }));
   dom.window.close();
-  console.log(JSON.stringify({ file, text: article ? article.textContent : null, ms }));
 }
 `
 
@@ -52,6 +62,7 @@ type corpusPage struct {
 	oursErr         error
 	oursTime        time.Duration
 	theirs          *string // nil: Readability found no article
+	theirsSpaced    string  // the article's text nodes joined by spaces
 	theirsMS        float64
 }
 
@@ -108,7 +119,7 @@ func TestMainTextAgainstMozilla(t *testing.T) {
 		if !ok {
 			t.Fatalf("Readability gave nothing for %s", pages[i].url)
 		}
-		pages[i].theirs, pages[i].theirsMS = r.Text, r.MS
+		pages[i].theirs, pages[i].theirsSpaced, pages[i].theirsMS = r.Text, r.Spaced, r.MS
 	}
 	all := reportAgreement(t, pages)
 	if med := median(all); med < 0.9 {
@@ -151,8 +162,9 @@ func corpusPages(t *testing.T, root string, perSite int) []corpusPage {
 }
 
 type readabilityResult struct {
-	Text *string `json:"text"`
-	MS   float64 `json:"ms"`
+	Text   *string `json:"text"`
+	Spaced string  `json:"spaced"`
+	MS     float64 `json:"ms"`
 }
 
 // runReadability runs readabilityScript on the pages of input.
@@ -200,14 +212,14 @@ func runReadability(t *testing.T, modules, dir, input string) map[string]readabi
 // time of each extractor, and returns the F1 of every page with an article.
 func reportAgreement(t *testing.T, pages []corpusPage) []float64 {
 	type siteStats struct {
-		f1                  []float64
+		f1, spaced          []float64
 		worst               string
 		noArticle, bothNone int
 		failed              int
 		oursTime, theirsMS  []float64
 	}
 	stats := map[string]*siteStats{}
-	var all []float64
+	var all, allSpaced []float64
 	for _, p := range pages {
 		s := stats[p.site]
 		if s == nil {
@@ -232,7 +244,9 @@ func reportAgreement(t *testing.T, pages []corpusPage) []float64 {
 			s.worst = p.url
 		}
 		s.f1 = append(s.f1, f)
+		s.spaced = append(s.spaced, tokenF1(p.ours, p.theirsSpaced))
 		all = append(all, f)
+		allSpaced = append(allSpaced, s.spaced[len(s.spaced)-1])
 	}
 	sites := make([]string, 0, len(stats))
 	for s := range stats {
@@ -243,13 +257,15 @@ func reportAgreement(t *testing.T, pages []corpusPage) []float64 {
 		s := stats[site]
 		line := fmt.Sprintf("%-11s %4d pages: ", site, len(s.f1)+s.noArticle)
 		if len(s.f1) > 0 {
-			line += fmt.Sprintf("F1 median %.3f, lowest %.3f (%s)", median(s.f1), slices.Min(s.f1), s.worst)
+			line += fmt.Sprintf("F1 median %.3f, lowest %.3f (%s); with text nodes spaced median %.3f, lowest %.3f",
+				median(s.f1), slices.Min(s.f1), s.worst, median(s.spaced), slices.Min(s.spaced))
 		}
 		line += fmt.Sprintf("; no article %d (ours none on %d); refused %d; ms median ours %.1f, Mozilla+jsdom %.1f",
 			s.noArticle, s.bothNone, s.failed, median(s.oursTime), median(s.theirsMS))
 		t.Log(line)
 	}
-	t.Logf("all %d pages with an article: F1 median %.3f, mean %.3f, share >= 0.9: %.3f", len(all), median(all), mean(all), share(all, 0.9))
+	t.Logf("all %d pages with an article: F1 median %.3f, mean %.3f, share >= 0.9: %.3f; with text nodes spaced: median %.3f, mean %.3f, share >= 0.9: %.3f",
+		len(all), median(all), mean(all), share(all, 0.9), median(allSpaced), mean(allSpaced), share(allSpaced, 0.9))
 	return all
 }
 
