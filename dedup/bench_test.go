@@ -29,37 +29,33 @@ func textBytes(toks []string) int64 {
 // sliding shingle's Rabin chains interleaved), and "table-twopass" the
 // reference both must equal (tokens, then shingles).
 func BenchmarkShingle(b *testing.B) {
-	d := newTestDetector(b, nil)
+	d, table := newTestDetector(b, nil), newTestDetectorWith(b, portableKernels, nil)
 	toks := benchTokens(2000, 1)
 	u := make([]uint64, len(toks)+d.sg.w-1)
 	out := make([]uint64, len(toks))
 	lens := make([]uint8, len(toks))
 	var stream []byte
 	for _, run := range []struct {
-		name   string
-		vector bool
-	}{{"fingerprint", true}, {"table-onepass", false}} {
+		name string
+		sg   *signer
+	}{{"fingerprint", d.sg}, {"table-onepass", table.sg}} {
 		b.Run(run.name, func(b *testing.B) {
-			if !run.vector {
-				setShingleVector(b, false)
-			}
 			b.SetBytes(textBytes(toks))
 			b.ReportAllocs()
 			for b.Loop() {
-				d.sg.fingerprint(toks, u, out, lens, &stream)
+				run.sg.fingerprint(toks, u, out, lens, &stream)
 			}
 		})
 	}
 	b.Run("table-twopass", func(b *testing.B) {
-		setShingleVector(b, false)
 		b.SetBytes(textBytes(toks))
 		b.ReportAllocs()
 		for b.Loop() {
-			d.sg.tokens(toks, u)
+			table.sg.tokens(toks, u)
 			for i := len(toks); i < len(u); i++ {
 				u[i] = u[i-len(toks)]
 			}
-			d.sg.shingles(u, out)
+			table.sg.shingles(u, out)
 		}
 	})
 }
@@ -82,7 +78,7 @@ func BenchmarkSign2000Words(b *testing.B) {
 
 // BenchmarkMinhash2000: the 84-sample sketch alone, over 2,000 distinct shingles.
 func BenchmarkMinhash2000(b *testing.B) {
-	sg := newSigner(DefaultOptions())
+	sg := newSigner(DefaultOptions(), hostKernels)
 	rng := rand.New(rand.NewPCG(1, 1))
 	xs := make([]uint64, 2000)
 	for i := range xs {
@@ -275,8 +271,8 @@ func BenchmarkSimhashSearch(b *testing.B) {
 			{name: "psm-8-first", mk: psm(8), first: true},
 			{name: "psm-9-first", mk: psm(9), first: true},
 			// One fingerprint per header (t = log2 n) instead of about four.
-			{name: "psm-spare0-8", mk: func() SimhashIndex { return newPSM(8, DefaultPSMSigma, 0) }},
-			{name: "psm-spare3-8", mk: func() SimhashIndex { return newPSM(8, DefaultPSMSigma, 3) }},
+			{name: "psm-spare0-8", mk: func() SimhashIndex { return newPSM(8, DefaultPSMSigma, 0, hostKernels) }},
+			{name: "psm-spare3-8", mk: func() SimhashIndex { return newPSM(8, DefaultPSMSigma, 3, hostKernels) }},
 		} {
 			b.Run(fmt.Sprintf("%s/n=%dM", ix.name, n>>20), func(b *testing.B) {
 				w := simhashFixture(n)

@@ -84,7 +84,10 @@ type Detector struct {
 }
 
 // New returns an empty Detector for o (zero fields take their defaults).
-func New(o Options) (*Detector, error) {
+func New(o Options) (*Detector, error) { return newDetector(o, hostKernels) }
+
+// newDetector is New with the kernel set k.
+func newDetector(o Options, k *kernels) (*Detector, error) {
 	o = o.WithDefaults()
 	if err := o.Validate(); err != nil {
 		return nil, fmt.Errorf("dedup: invalid options: %w", err)
@@ -93,7 +96,7 @@ func New(o Options) (*Detector, error) {
 	d := &Detector{
 		opt:    o,
 		filter: f,
-		sg:     newSigner(o),
+		sg:     newSigner(o, k),
 		combos: combinations(f.K, f.R),
 		floor:  settleFloor(o.Samples, o.Threshold),
 		exact:  make(map[uint64]uint32),
@@ -103,7 +106,7 @@ func New(o Options) (*Detector, error) {
 		if o.SimhashIndex == IndexBPHS {
 			d.sim = NewBPHS(o.BPHSBlocks, o.BPHSHeader)
 		} else {
-			d.sim = NewPSM(o.PSMBudget, o.PSMSigma)
+			d.sim = newPSM(o.PSMBudget, o.PSMSigma, psmSpare, k)
 		}
 	}
 	return d, nil
@@ -321,7 +324,7 @@ func (d *Detector) superCandidates(keys []uint64, fn func(slot uint32) bool) {
 	for i, k := range keys {
 		q[i] = superTag(k, s.t)
 	}
-	if tagScan(s.tags, lo, hi, q, masks) {
+	if scan := d.sg.kern.tagScan; scan != nil && scan(s.tags, lo, hi, q, masks) {
 		// The vector scan covered the first 32 entries of every bucket.
 		for i := range keys {
 			for m := masks[i]; m != 0; m &= m - 1 {

@@ -2,16 +2,7 @@
 
 package dedup
 
-import "golang.org/x/sys/cpu"
-
 //go:generate go run ./internal/asmgen
-
-// hasAVX512 reports whether the AVX-512 min-hash kernel can run: it needs
-// 64-bit multiplies (DQ) and byte compares (BW) on 512-bit vectors.
-var hasAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512DQ
-
-// hasTagScan reports whether the AVX-512 tag scan can run (it also needs BZHI).
-var hasTagScan = hasAVX512 && cpu.X86.HasBMI2
 
 //go:noescape
 func tagScanAVX512(tags *uint16, lo, hi *uint32, q *uint16, n int, out *uint32)
@@ -21,7 +12,7 @@ func tagScanAVX512(tags *uint16, lo, hi *uint32, q *uint16, n int, out *uint32)
 // CPU lacks the instructions.
 func tagScan(tags []uint16, lo, hi []uint32, q []uint16, out []uint32) bool {
 	n := len(q)
-	if !hasTagScan || n == 0 || len(tags) == 0 {
+	if n == 0 || len(tags) == 0 {
 		return false
 	}
 	_, _, _ = lo[n-1], hi[n-1], out[n-1]
@@ -73,10 +64,10 @@ func (sg *signer) mhTemplate() *mhState {
 	return st
 }
 
-// minhashFast runs the AVX-512 kernel when the CPU has it; it reports false
-// (and does nothing) otherwise.
+// minhashFast runs the AVX-512 kernel (kernels.minhash); it reports false
+// (and does nothing) when sg has more samples than the kernel holds.
 func (sg *signer) minhashFast(xs []uint64, out []uint64) bool {
-	if !hasAVX512 || sg.mh == nil || len(out) != sg.samples {
+	if sg.mh == nil || len(out) != sg.samples {
 		return false
 	}
 	st := sg.mhPool.Get().(*mhState)

@@ -53,7 +53,7 @@ func TestOnePermutationCurve(t *testing.T) {
 	if testing.Short() {
 		t.Skip("Monte Carlo curve skipped in -short mode")
 	}
-	sg := newSigner(DefaultOptions())
+	sg := newSigner(DefaultOptions(), hostKernels)
 	rng := rand.New(rand.NewPCG(21, 22))
 	const trials = 3000 // standard error at most 0.009 per point
 	k := sg.samples

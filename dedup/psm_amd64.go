@@ -2,20 +2,16 @@
 
 package dedup
 
-import (
-	"unsafe"
-
-	"golang.org/x/sys/cpu"
-)
+import "unsafe"
 
 //go:noescape
 func rankAVX512(keys *[32]uint16, n int, rank *[32]uint8)
 
-// rankKeys sets rank[i] to the number of keys smaller than keys[i], for i < n,
-// when the CPU has AVX-512 BW; lanes n..31 must hold a key above every other.
-// It reports false (doing nothing) otherwise.
+// rankKeys sets rank[i] to the number of keys smaller than keys[i], for i < n
+// (AVX-512 BW: kernels.rankKeys); lanes n..31 must hold a key above every
+// other. It reports false (doing nothing) for more than 32 keys.
 func rankKeys(keys *[32]uint16, n int, rank *[32]uint8) bool {
-	if !hasAVX512 || !rankVector || n > 32 {
+	if n > 32 {
 		return false
 	}
 	rankAVX512(keys, n, rank)
@@ -41,19 +37,13 @@ func bucketMasksAVX512(vals *uint64, lo, hi *uint32, n int, fp uint64, k int, ou
 // locateAVX512 prefetches delta entries at 16 bytes each.
 var _ [0]struct{} = [unsafe.Sizeof(dentry{}) - 16]struct{}{}
 
-// hasPSMVector reports whether PSM's bucket kernels can run (masked loads and
-// VPOPCNTQ); psmVector lets tests turn them off to check the portable code.
-var (
-	hasPSMVector = hasAVX512 && cpu.X86.HasAVX512VPOPCNTDQ
-	psmVector    = true
-)
-
-// locateVector is locate's loop in one call, when the kernels can run: the
-// call replaces a prefetch call per line and the slices' appends.
+// locateVector is locate's loop in one call (AVX-512 with VPOPCNTDQ:
+// kernels.locate): the call replaces a prefetch call per line and the slices'
+// appends.
 func locateVector(h *hindex, q *psmQuery) bool {
 	// The kernel does not check bounds: every header must be below 2^t,
 	// as h.header makes them, with the offset table sized to match.
-	if !hasPSMVector || !psmVector || len(q.hds) == 0 || len(h.off) != 1<<h.t+1 {
+	if len(q.hds) == 0 || len(h.off) != 1<<h.t+1 {
 		return false
 	}
 	n := len(q.hds)
@@ -63,11 +53,11 @@ func locateVector(h *hindex, q *psmQuery) bool {
 }
 
 // bucketMasks sets masks[i] to the entries among the first 8 of q's bucket i
-// within distance k of q.fp, as bits, when the kernels can run.
+// within distance k of q.fp, as bits (kernels.bucketMasks).
 func bucketMasks(h *hindex, q *psmQuery, k int, masks []uint8) bool {
 	// The kernel compares distances with k unsigned: a negative k (no
 	// match at all) goes to the portable loop.
-	if !hasPSMVector || !psmVector || len(q.hds) == 0 || k < 0 {
+	if len(q.hds) == 0 || k < 0 {
 		return false
 	}
 	n := len(q.hds)

@@ -12,11 +12,17 @@ import (
 
 func newTestDetector(tb testing.TB, mod func(*Options)) *Detector {
 	tb.Helper()
+	return newTestDetectorWith(tb, hostKernels, mod)
+}
+
+// newTestDetectorWith is newTestDetector with the kernel set k.
+func newTestDetectorWith(tb testing.TB, k *kernels, mod func(*Options)) *Detector {
+	tb.Helper()
 	o := DefaultOptions()
 	if mod != nil {
 		mod(&o)
 	}
-	d, err := New(o)
+	d, err := newDetector(o, k)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -122,7 +128,7 @@ func sets(rng *rand.Rand, c, e int) (a, b []uint64) {
 // min-wise samples: the mean estimate is within binomial error of J, its
 // variance is J(1-J)/84, and a block of 14 samples agrees with probability J^14.
 func TestMinhashBinomial(t *testing.T) {
-	sg := newSigner(DefaultOptions())
+	sg := newSigner(DefaultOptions(), hostKernels)
 	rng := rand.New(rand.NewPCG(9, 10))
 	const trials = 400
 	for _, tc := range []struct{ c, e int }{
@@ -165,7 +171,7 @@ func TestMinhashBinomial(t *testing.T) {
 }
 
 func TestMinhashIdenticalAndDisjoint(t *testing.T) {
-	sg := newSigner(DefaultOptions())
+	sg := newSigner(DefaultOptions(), hostKernels)
 	rng := rand.New(rand.NewPCG(11, 12))
 	a, b := sets(rng, 0, 500)
 	sa, sb := make([]uint64, 84), make([]uint64, 84)
@@ -324,7 +330,7 @@ func TestSignAllocations(t *testing.T) {
 // byte-threshold filter, lazy tail hashes) to its definition: sample i is the
 // feature with the smallest (8-bit prefix, 64-bit tail hash) pair of order i.
 func TestMinhashMatchesReference(t *testing.T) {
-	sg := newSigner(DefaultOptions())
+	sg := newSigner(DefaultOptions(), hostKernels)
 	rng := rand.New(rand.NewPCG(3, 3))
 	ref := func(xs []uint64, i int) uint64 {
 		k, lane := i/8, uint(i%8)
@@ -363,7 +369,9 @@ func TestMinhashMatchesReference(t *testing.T) {
 // portable min-hash's samples, for every sample count it accepts and for
 // features with many prefix ties.
 func TestMinhashKernelMatchesGeneric(t *testing.T) {
-	if !hasAVX512 {
+	t.Parallel()
+	kernel := hostKernels.minhash
+	if kernel == nil {
 		t.Skip("no AVX-512 on this CPU: only the portable min-hash runs")
 	}
 	rng := rand.New(rand.NewPCG(7, 7))
@@ -371,7 +379,7 @@ func TestMinhashKernelMatchesGeneric(t *testing.T) {
 		o := DefaultOptions()
 		o.Samples = ns
 		o.Filter = FilterOptions{K: 1, S: 1, R: 1}
-		sg := newSigner(o)
+		sg := newSigner(o, hostKernels)
 		if sg.mh == nil {
 			t.Fatalf("samples=%d: no kernel state", ns)
 		}
@@ -390,7 +398,7 @@ func TestMinhashKernelMatchesGeneric(t *testing.T) {
 				want := make([]uint64, ns)
 				got := make([]uint64, ns)
 				sg.minhashGeneric(xs, want)
-				if !sg.minhashFast(xs, got) {
+				if !kernel(sg, xs, got) {
 					t.Fatal("kernel did not run")
 				}
 				for i := range got {
@@ -404,7 +412,7 @@ func TestMinhashKernelMatchesGeneric(t *testing.T) {
 	o := DefaultOptions()
 	o.Samples = 129
 	o.Filter = FilterOptions{K: 1, S: 1, R: 1}
-	if sg := newSigner(o); sg.mh != nil {
+	if sg := newSigner(o, hostKernels); sg.mh != nil {
 		t.Error("kernel state for 129 samples (it holds 128)")
 	}
 }

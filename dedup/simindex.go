@@ -35,7 +35,8 @@ type PSM struct {
 	idx    *hindex
 	budget int
 	logits *[256]int64 // flip logit by margin byte, fixed point (voshFix)
-	buf    psmBuf      // a query's scratch (Search is not concurrent)
+	kern   *kernels
+	buf    psmBuf // a query's scratch (Search is not concurrent)
 	// searching is set during Search: Add from a visit function panics.
 	searching bool
 }
@@ -60,7 +61,7 @@ type psmQuery struct {
 // NewPSM returns an empty PSM index making at most budget header lookups per
 // query; sigma is the spread of normalized weight changes that turns a margin
 // into a flip probability.
-func NewPSM(budget int, sigma float64) *PSM { return newPSM(budget, sigma, psmSpare) }
+func NewPSM(budget int, sigma float64) *PSM { return newPSM(budget, sigma, psmSpare, hostKernels) }
 
 // psmSpare sets PSM's header width t = log2(n) - psmSpare: about four
 // fingerprints per header (32 bytes, one cache line) rather than one. Each
@@ -69,9 +70,8 @@ func NewPSM(budget int, sigma float64) *PSM { return newPSM(budget, sigma, psmSp
 // the offset table shrinks from 4 to 1 byte per fingerprint.
 const psmSpare = 2
 
-func newPSM(budget int, sigma float64, spare int) *PSM {
-	p := &PSM{idx: newHindex(spare, 28), budget: min(max(budget, 1), maxPSMBudget), logits: fixLogits(flipLogits(sigma))}
-	return p
+func newPSM(budget int, sigma float64, spare int, k *kernels) *PSM {
+	return &PSM{idx: newHindex(spare, 28), budget: min(max(budget, 1), maxPSMBudget), logits: fixLogits(flipLogits(sigma)), kern: k}
 }
 
 // Add implements SimhashIndex.
@@ -110,7 +110,7 @@ func (p *PSM) locate(q *psmQuery) {
 	h := p.idx
 	n := len(q.hds)
 	q.lo, q.hi, q.cur = grow(q.lo, n), grow(q.hi, n), grow(q.cur, n)
-	if locateVector(h, q) {
+	if p.kern.locate != nil && p.kern.locate(h, q) {
 		return
 	}
 	vals := uintptr(unsafe.Pointer(unsafe.SliceData(h.vals)))
@@ -132,7 +132,7 @@ func (p *PSM) scan(q *psmQuery, k int, visit func(slot uint32) bool) int {
 	// With the kernels, the first 8 entries of each bucket are checked at
 	// once, with no branch on the bucket's length; the loop below takes
 	// the rest (all of it without them).
-	vec := bucketMasks(h, q, k, q.mask)
+	vec := p.kern.bucketMasks != nil && p.kern.bucketMasks(h, q, k, q.mask)
 	for i := range q.hds {
 		lo, hi := q.lo[i], q.hi[i]
 		if vec {
@@ -200,7 +200,7 @@ func (p *PSM) lookups(fp uint64, margins *[64]uint8, k, m int, dst []uint32) []u
 		for i := range t {
 			buf.order[i] = uint8(63 - i)
 		}
-		rankBits(buf.order[:t], buf.logit[:m], margins, p.logits)
+		rankBits(buf.order[:t], buf.logit[:m], margins, p.logits, p.kern.rankKeys)
 		v := &buf.heap
 		v.reset(buf.logit[:m], min(k, m))
 		for len(hds) < p.budget {
@@ -252,15 +252,12 @@ func fixLogits(l *[256]float64) *[256]int64 {
 // (and making the lookups depend on how many bits were ranked).
 func toFix(l float64) int64 { return min(int64(math.Round(max(l, -1000)*voshFix)), -1) }
 
-// rankVector lets rankBits use the vector kernel where the CPU has one (tests
-// turn it off to check the portable path).
-var rankVector = true
-
 // rankBits orders the bit positions by decreasing flip probability
 // (increasing margin; ties keep their order) and writes each rank's logit:
 // only the first len(logit) ranks (order[:len(logit)] holds them on return).
-// Without margins every bit is equally likely.
-func rankBits(order []uint8, logit []int64, margins *[64]uint8, table *[256]int64) {
+// Without margins every bit is equally likely. rank is the vector kernel
+// (kernels.rankKeys), nil for the portable count.
+func rankBits(order []uint8, logit []int64, margins *[64]uint8, table *[256]int64, rank func(keys *[32]uint16, n int, rank *[32]uint8) bool) {
 	if margins == nil {
 		for i := range logit {
 			logit[i] = table[0]
@@ -292,9 +289,9 @@ func rankBits(order []uint8, logit []int64, margins *[64]uint8, table *[256]int6
 	}
 	// With AVX-512, one vector compare per key ranks up to 32 keys (t <=
 	// 28): about 10 ns at t = 21, against 100 for the lanes below.
-	if rank := [32]uint8{}; rankKeys((*[32]uint16)(keys[:32]), n, &rank) {
+	if r := [32]uint8{}; rank != nil && rank((*[32]uint16)(keys[:32]), n, &r) {
 		for i := range n {
-			byRank[rank[i]] = in[i]
+			byRank[r[i]] = in[i]
 		}
 	} else {
 		var lanes [16]uint64

@@ -1,7 +1,6 @@
 package dedup
 
 import (
-	"fmt"
 	"math/bits"
 	"math/rand/v2"
 	"slices"
@@ -21,7 +20,7 @@ func TestVOSHSeedExample(t *testing.T) {
 	}
 	order := []uint8{0, 1, 2}
 	logit := make([]int64, 3)
-	rankBits(order, logit, &margins, fixLogits(flipLogits(DefaultPSMSigma)))
+	rankBits(order, logit, &margins, fixLogits(flipLogits(DefaultPSMSigma)), hostKernels.rankKeys)
 	if want := []uint8{1, 2, 0}; !slices.Equal(order, want) {
 		t.Errorf("flip order (0-based bits) %v, want %v (bits 2, 3, 1)", order, want)
 	}
@@ -276,16 +275,19 @@ func flipSets(t, k int) int {
 // of the bits by margin, ties included, for every width PSM uses and more,
 // with the vector kernel (where the CPU has it) and without.
 func TestRankBitsAgainstSort(t *testing.T) {
-	for _, vec := range []bool{true, false} {
-		t.Run(fmt.Sprintf("vector=%v", vec), func(t *testing.T) {
-			defer func(v bool) { rankVector = v }(rankVector)
-			rankVector = vec
-			testRankBitsAgainstSort(t)
+	t.Parallel()
+	for _, k := range kernelSets() {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			if k.rankKeys == nil && k != portableKernels {
+				t.Skip("no AVX-512 ranking on this CPU")
+			}
+			testRankBitsAgainstSort(t, k)
 		})
 	}
 }
 
-func testRankBitsAgainstSort(t *testing.T) {
+func testRankBitsAgainstSort(t *testing.T, k *kernels) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	table := fixLogits(flipLogits(DefaultPSMSigma))
 	for n := 1; n <= 64; n++ {
@@ -303,7 +305,7 @@ func testRankBitsAgainstSort(t *testing.T) {
 			want := slices.Clone(order)
 			sort.SliceStable(want, func(a, b int) bool { return margins[want[a]] < margins[want[b]] })
 			logit := make([]int64, m)
-			rankBits(order, logit, &margins, table)
+			rankBits(order, logit, &margins, table, k.rankKeys)
 			if !slices.Equal(order[:m], want[:m]) {
 				t.Fatalf("n=%d m=%d: ranks %v, want %v (margins %v)", n, m, order[:m], want[:m], margins)
 			}
@@ -372,21 +374,25 @@ func TestAddFromSearchPanics(t *testing.T) {
 // portable loops find, in the same order, for buckets of 0 to over 8 entries
 // (about 2^spare per header), an empty index and the first merges.
 func TestPSMKernelsEqualPortable(t *testing.T) {
-	if !hasPSMVector {
+	t.Parallel()
+	if hostKernels.bucketMasks == nil {
 		t.Skip("no AVX-512 VPOPCNTDQ: only the portable code runs here")
 	}
-	defer func() { psmVector = true }()
 	rng := rand.New(rand.NewPCG(41, 42))
 	for _, spare := range []int{0, 2, 4} {
 		for _, n := range []int{0, 1, 900, 5000, 40000} {
-			p := newPSM(12, DefaultPSMSigma, spare)
+			// The same fingerprints in an index with the kernels and
+			// one without.
+			ps := [2]*PSM{newPSM(12, DefaultPSMSigma, spare, hostKernels), newPSM(12, DefaultPSMSigma, spare, portableKernels)}
+			p := ps[0]
 			fps := make([]uint64, n)
 			for i := range fps {
 				fps[i] = rng.Uint64()
 				if i > 0 && i%7 == 0 {
 					fps[i] = fps[i-1] ^ 1<<rng.IntN(64) // neighbours share buckets
 				}
-				p.Add(fps[i], uint32(i))
+				ps[0].Add(fps[i], uint32(i))
+				ps[1].Add(fps[i], uint32(i))
 			}
 			long := false
 			for hd := range len(p.idx.off) - 1 {
@@ -413,8 +419,7 @@ func TestPSMKernelsEqualPortable(t *testing.T) {
 					k := []int{3, 3, 0, 3, 8, -1}[q%6]
 					var got [2][]uint32
 					var looked [2]int
-					for v, on := range []bool{true, false} {
-						psmVector = on
+					for v, p := range ps {
 						looked[v] = p.Search(fp, &m, k, func(s uint32) bool { got[v] = append(got[v], s); return !first })
 					}
 					if !slices.Equal(got[0], got[1]) || looked[0] != looked[1] {
@@ -439,7 +444,7 @@ func TestPSMKernelsEqualPortable(t *testing.T) {
 // chain; each match must still be visited once, and all of them found.
 func TestPSMVisitsEachMatchOnce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(51, 52))
-	p := newPSM(1<<12, DefaultPSMSigma, 0) // t = log2 n
+	p := newPSM(1<<12, DefaultPSMSigma, 0, hostKernels) // t = log2 n
 	const n = 40000
 	fps := make([]uint64, n)
 	for i := range fps {
