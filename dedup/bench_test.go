@@ -376,6 +376,7 @@ func BenchmarkPSMLookups(b *testing.B) {
 // TestSimhashFixtureTruth: the benchmark's pigeonhole answers are the
 // exhaustive ones (a smaller fixture, compared pair by pair).
 func TestSimhashFixtureTruth(t *testing.T) {
+	t.Parallel()
 	w := simhashFixture(1 << 14)
 	pairs := 0
 	for q, fp := range w.qfp {

@@ -9,6 +9,7 @@ import (
 // TestClmulReduce: the carry-less product reduced by Barrett's method equals
 // the book's bit-at-a-time multiplication, for each of the three polynomials.
 func TestClmulReduce(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, q := range []uint64{PolyText, PolyShingle, PolySuper} {
 		r := NewRabin(q)
@@ -67,6 +68,7 @@ func TestShinglesVectorEqualsTable(t *testing.T) {
 // stream, for streams around every multiple of the 64-byte block and tokens
 // of every length class (the 8-byte words of long tokens included).
 func TestExactVectorEqualsTable(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 6))
 	d := newTestDetector(t, nil)
 	text := NewRabin(PolyText)

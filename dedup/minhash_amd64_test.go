@@ -9,6 +9,7 @@ import (
 
 // The kernel addresses mhState by the offsets written into minhash_amd64.s.
 func TestMinhashStateLayout(t *testing.T) {
+	t.Parallel()
 	var st mhState
 	for _, c := range []struct {
 		name      string

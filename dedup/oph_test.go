@@ -50,6 +50,7 @@ func ophSketch(xs []uint64, k int, out []uint64) {
 // both: classic within 0.03 of theory everywhere, one-permutation off by
 // more than 0.03 somewhere below 80 words (the bar for using it).
 func TestOnePermutationCurve(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("Monte Carlo curve skipped in -short mode")
 	}

@@ -30,6 +30,7 @@ func newTestDetectorWith(tb testing.TB, k *kernels, mod func(*Options)) *Detecto
 }
 
 func TestLoopedShinglesRose(t *testing.T) {
+	t.Parallel()
 	d := newTestDetector(t, func(o *Options) { o.ShingleWords = 4 })
 	tokens := strings.Fields("a rose is a rose is a rose")
 	got := d.Shingles(tokens, nil)
@@ -66,6 +67,7 @@ func TestLoopedShinglesRose(t *testing.T) {
 }
 
 func TestShinglesSlideEqualsDirect(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 8))
 	text, sh := NewRabin(PolyText), NewRabin(PolyShingle)
 	for _, w := range []int{1, 2, 3, 5, 8} {
@@ -90,6 +92,7 @@ func TestShinglesSlideEqualsDirect(t *testing.T) {
 }
 
 func TestExactIsFingerprintOfStream(t *testing.T) {
+	t.Parallel()
 	d := newTestDetector(t, nil)
 	text := NewRabin(PolyText)
 	long := strings.Repeat("the quick brown fox jumps over the lazy dog, internationalization écrits 日本語のテキスト ", 9)
@@ -128,6 +131,7 @@ func sets(rng *rand.Rand, c, e int) (a, b []uint64) {
 // min-wise samples: the mean estimate is within binomial error of J, its
 // variance is J(1-J)/84, and a block of 14 samples agrees with probability J^14.
 func TestMinhashBinomial(t *testing.T) {
+	t.Parallel()
 	sg := newSigner(DefaultOptions(), hostKernels)
 	rng := rand.New(rand.NewPCG(9, 10))
 	const trials = 400
@@ -171,6 +175,7 @@ func TestMinhashBinomial(t *testing.T) {
 }
 
 func TestMinhashIdenticalAndDisjoint(t *testing.T) {
+	t.Parallel()
 	sg := newSigner(DefaultOptions(), hostKernels)
 	rng := rand.New(rand.NewPCG(11, 12))
 	a, b := sets(rng, 0, 500)
@@ -194,6 +199,7 @@ func TestMinhashIdenticalAndDisjoint(t *testing.T) {
 }
 
 func TestSketchOfTokenStreams(t *testing.T) {
+	t.Parallel()
 	d := newTestDetector(t, nil)
 	rng := rand.New(rand.NewPCG(13, 14))
 	vocab := make([]string, 5000)
@@ -243,6 +249,7 @@ func exactJaccard(a, b []uint64) float64 {
 }
 
 func TestSimhashMatchesNaive(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(15, 16))
 	for _, n := range []int{1, 2, 254, 255, 256, 1000} {
 		xs := make([]uint64, n)
@@ -275,6 +282,7 @@ func TestSimhashMatchesNaive(t *testing.T) {
 }
 
 func TestSimhashNearDuplicatesAreClose(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(17, 18))
 	a, b := sets(rng, 1980, 10) // J ~ 0.99
 	var m [64]uint8
@@ -289,6 +297,7 @@ func TestSimhashNearDuplicatesAreClose(t *testing.T) {
 }
 
 func TestSupershingleBits(t *testing.T) {
+	t.Parallel()
 	toks := strings.Fields(strings.Repeat("lorem ipsum dolor sit amet consectetur adipiscing elit ", 20))
 	for _, tc := range []struct {
 		preset string
@@ -330,6 +339,7 @@ func TestSignAllocations(t *testing.T) {
 // byte-threshold filter, lazy tail hashes) to its definition: sample i is the
 // feature with the smallest (8-bit prefix, 64-bit tail hash) pair of order i.
 func TestMinhashMatchesReference(t *testing.T) {
+	t.Parallel()
 	sg := newSigner(DefaultOptions(), hostKernels)
 	rng := rand.New(rand.NewPCG(3, 3))
 	ref := func(xs []uint64, i int) uint64 {
@@ -418,6 +428,7 @@ func TestMinhashKernelMatchesGeneric(t *testing.T) {
 }
 
 func TestLoadShort(t *testing.T) {
+	t.Parallel()
 	for n := 0; n < 8; n++ {
 		s := "abcdefgh"[:n]
 		var want uint64

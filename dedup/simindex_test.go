@@ -11,6 +11,7 @@ import (
 // TestVOSHSeedExample: weights (1.9, 0.01, -0.5) for bits 1..3 are flipped in
 // the order 2, 3, 1 (seed 003, section 4).
 func TestVOSHSeedExample(t *testing.T) {
+	t.Parallel()
 	var margins [64]uint8
 	for i, w := range []float64{1.9, 0.01, -0.5} {
 		if w < 0 {
@@ -61,6 +62,7 @@ func voshLevels(root []uint8, b, levels int) [][]string {
 // TestVOSHTreeLevels pins the top five levels of the VOSH trees for h = 1, 2, 3
 // (the seed's Figure 2), built by Algorithm 2; sets are 1-based.
 func TestVOSHTreeLevels(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		root []uint8
 		want [][]string
@@ -80,6 +82,7 @@ func TestVOSHTreeLevels(t *testing.T) {
 // TestVOSHEnumeratesEverySubsetOnceInOrder: the heap yields every subset of
 // sizes 1..h exactly once, in non-increasing probability.
 func TestVOSHEnumeratesEverySubsetOnceInOrder(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(21, 22))
 	for b := 1; b <= 9; b++ {
 		for h := 1; h <= 4; h++ {
@@ -131,6 +134,7 @@ func TestVOSHEnumeratesEverySubsetOnceInOrder(t *testing.T) {
 // TestSimhashIndexesAgainstExhaustive plants neighbours at distances 0..4 among
 // random fingerprints, inserted online across delta merges.
 func TestSimhashIndexesAgainstExhaustive(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(23, 24))
 	const n = 20000
 	fps := make([]uint64, n)
@@ -188,6 +192,7 @@ func TestSimhashIndexesAgainstExhaustive(t *testing.T) {
 }
 
 func TestPSMBudgetAndEarlyStop(t *testing.T) {
+	t.Parallel()
 	p := NewPSM(5, DefaultPSMSigma)
 	for i := range 5000 {
 		p.Add(uint64(i)*0x9e3779b97f4a7c15, uint32(i))
@@ -210,6 +215,7 @@ func TestPSMBudgetAndEarlyStop(t *testing.T) {
 // and zeros (logit 0), and without margins, where every single flip must
 // come before any double.
 func TestPSMRanksOnlyWhatTheBudgetReaches(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(11, 12))
 	for _, n := range []int{1 << 12, 1 << 16} {
 		for _, budget := range []int{2, 4, 8, 16, 64} {
@@ -331,6 +337,7 @@ func unpackRanks(set uint64, size int) []uint8 {
 // range (and the lookups benchmark runs with a table smaller than its
 // headers); a prefetch of an unmapped address must not fault.
 func TestPrefetchAnyAddress(t *testing.T) {
+	t.Parallel()
 	for _, a := range []uintptr{0, 8, ^uintptr(0) >> 1 &^ 63, ^uintptr(0) &^ 63} {
 		prefetch(a)
 	}
@@ -345,6 +352,7 @@ func TestPrefetchAnyAddress(t *testing.T) {
 // TestAddFromSearchPanics: a visit function that adds to the index gets a
 // clear panic, not a search reading arrays a merge has unmapped.
 func TestAddFromSearchPanics(t *testing.T) {
+	t.Parallel()
 	for _, ix := range []SimhashIndex{NewPSM(8, DefaultPSMSigma), NewBPHS(4, 1)} {
 		for i := range 3000 {
 			ix.Add(uint64(i)*0x9e3779b97f4a7c15, uint32(i))
@@ -443,6 +451,7 @@ func TestPSMKernelsEqualPortable(t *testing.T) {
 // the header, so lookups that differ only in the header's high bits share a
 // chain; each match must still be visited once, and all of them found.
 func TestPSMVisitsEachMatchOnce(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(51, 52))
 	p := newPSM(1<<12, DefaultPSMSigma, 0, hostKernels) // t = log2 n
 	const n = 40000

@@ -7,6 +7,7 @@ import (
 )
 
 func TestSuperTagMatch(t *testing.T) {
+	t.Parallel()
 	key := uint64(0xdeadbeefcafef00d)
 	tests := []struct {
 		name  string
@@ -37,6 +38,7 @@ func TestSuperTagMatch(t *testing.T) {
 // grows from minSuperT) and checks that every inserted (key, slot) is found,
 // that nothing else is returned except rare tag collisions, and the memory.
 func TestSuperIndexAgainstMap(t *testing.T) {
+	t.Parallel()
 	n := 600_000
 	if testing.Short() || raceEnabled {
 		n = 100_000
@@ -109,6 +111,7 @@ func TestSuperIndexAgainstMap(t *testing.T) {
 // first 32 of each bucket), for tags with every marker position, empty
 // buckets, buckets longer than 32 and a bucket ending at the end of tags.
 func TestTagScanMatchesScalar(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
 	tags := make([]uint16, 5000)
 	for i := range tags {
