@@ -19,15 +19,6 @@ type kernels struct {
 	// minhash computes the sketch, reporting false when it cannot (too many
 	// samples): minhash_amd64.s.
 	minhash func(sg *signer, xs, out []uint64) bool
-
-	// tagScan scans the supershingle probe's buckets, 32 tags at a time.
-	tagScan func(tags []uint16, lo, hi []uint32, q []uint16, out []uint32) bool
-
-	// PSM: ranking a query's header bits, locating its buckets and
-	// comparing their first entries (psm_amd64.s).
-	rankKeys    func(keys *[32]uint16, n int, rank *[32]uint8) bool
-	locate      func(h *hindex, q *psmQuery) bool
-	bucketMasks func(h *hindex, q *psmQuery, k int, masks []uint8) bool
 }
 
 // portableKernels is the Go code alone.

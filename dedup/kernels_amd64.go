@@ -17,16 +17,8 @@ func cpuKernels() *kernels {
 	avx512 := x.HasAVX512F && x.HasAVX512BW && x.HasAVX512DQ
 	if avx512 {
 		k.minhash = (*signer).minhashFast
-		k.rankKeys = rankKeys
 	}
-	if avx512 && x.HasBMI2 {
-		k.tagScan = tagScan
-	}
-	// Masked loads and VPOPCNTQ.
-	if avx512 && x.HasAVX512VPOPCNTDQ {
-		k.locate, k.bucketMasks = locateVector, bucketMasks
-	}
-	if k.shingles == nil && k.minhash == nil && k.tagScan == nil && k.rankKeys == nil && k.locate == nil {
+	if k.shingles == nil && k.minhash == nil {
 		return portableKernels
 	}
 	return k

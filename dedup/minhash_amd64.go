@@ -4,27 +4,6 @@ package dedup
 
 //go:generate go run ./internal/asmgen
 
-//go:noescape
-func tagScanAVX512(tags *uint16, lo, hi *uint32, q *uint16, n int, out *uint32)
-
-// tagScan sets bit j of out[i] when entry j (of the first 32) of bucket i,
-// tags[lo[i]:hi[i]], matches q[i]. It reports false (doing nothing) where the
-// CPU lacks the instructions.
-func tagScan(tags []uint16, lo, hi []uint32, q []uint16, out []uint32) bool {
-	n := len(q)
-	if n == 0 || len(tags) == 0 {
-		return false
-	}
-	_, _, _ = lo[n-1], hi[n-1], out[n-1]
-	for i := 0; i < n; i++ {
-		if hi[i] < lo[i] || int(hi[i]) > len(tags) {
-			panic("dedup: tagScan bucket out of range")
-		}
-	}
-	tagScanAVX512(&tags[0], &lo[0], &hi[0], &q[0], n, &out[0])
-	return true
-}
-
 // mhState is the min-hash state the kernel works on: up to 128 samples, in
 // 16 groups of 8 byte lanes (one 64-bit prefix word per group). Its layout is
 // fixed by the offsets in minhash_amd64.s (checked by TestMinhashStateLayout).

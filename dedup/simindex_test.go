@@ -21,7 +21,7 @@ func TestVOSHSeedExample(t *testing.T) {
 	}
 	order := []uint8{0, 1, 2}
 	logit := make([]int64, 3)
-	rankBits(order, logit, &margins, fixLogits(flipLogits(DefaultPSMSigma)), hostKernels.rankKeys)
+	rankBits(order, logit, &margins, fixLogits(flipLogits(DefaultPSMSigma)))
 	if want := []uint8{1, 2, 0}; !slices.Equal(order, want) {
 		t.Errorf("flip order (0-based bits) %v, want %v (bits 2, 3, 1)", order, want)
 	}
@@ -278,22 +278,9 @@ func flipSets(t, k int) int {
 }
 
 // TestRankBitsAgainstSort: rankBits' first m ranks are those of a stable sort
-// of the bits by margin, ties included, for every width PSM uses and more,
-// with the vector kernel (where the CPU has it) and without.
+// of the bits by margin, ties included, for every width PSM uses and more.
 func TestRankBitsAgainstSort(t *testing.T) {
 	t.Parallel()
-	for _, k := range kernelSets() {
-		t.Run(k.name, func(t *testing.T) {
-			t.Parallel()
-			if k.rankKeys == nil && k != portableKernels {
-				t.Skip("no AVX-512 ranking on this CPU")
-			}
-			testRankBitsAgainstSort(t, k)
-		})
-	}
-}
-
-func testRankBitsAgainstSort(t *testing.T, k *kernels) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	table := fixLogits(flipLogits(DefaultPSMSigma))
 	for n := 1; n <= 64; n++ {
@@ -311,7 +298,7 @@ func testRankBitsAgainstSort(t *testing.T, k *kernels) {
 			want := slices.Clone(order)
 			sort.SliceStable(want, func(a, b int) bool { return margins[want[a]] < margins[want[b]] })
 			logit := make([]int64, m)
-			rankBits(order, logit, &margins, table, k.rankKeys)
+			rankBits(order, logit, &margins, table)
 			if !slices.Equal(order[:m], want[:m]) {
 				t.Fatalf("n=%d m=%d: ranks %v, want %v (margins %v)", n, m, order[:m], want[:m], margins)
 			}
@@ -331,22 +318,6 @@ func unpackRanks(set uint64, size int) []uint8 {
 		s[i] = uint8(set >> (8 * i))
 	}
 	return s
-}
-
-// TestPrefetchAnyAddress: PSM prefetches offsets before knowing they are in
-// range (and the lookups benchmark runs with a table smaller than its
-// headers); a prefetch of an unmapped address must not fault.
-func TestPrefetchAnyAddress(t *testing.T) {
-	t.Parallel()
-	for _, a := range []uintptr{0, 8, ^uintptr(0) >> 1 &^ 63, ^uintptr(0) &^ 63} {
-		prefetch(a)
-	}
-	p := NewPSM(16, DefaultPSMSigma)
-	p.idx.t = 28 // headers far past the 17-entry offset table
-	var margins [64]uint8
-	if n := len(p.lookups(^uint64(0), &margins, 3, 15, nil)); n != 16 {
-		t.Fatalf("%d lookups, want 16", n)
-	}
 }
 
 // TestAddFromSearchPanics: a visit function that adds to the index gets a
@@ -377,83 +348,13 @@ func TestAddFromSearchPanics(t *testing.T) {
 	}
 }
 
-// TestPSMKernelsEqualPortable: the bucket kernels (one call locating every
-// bucket, masked compares of each bucket's first 8 entries) find what the
-// portable loops find, in the same order, for buckets of 0 to over 8 entries
-// (about 2^spare per header), an empty index and the first merges.
-func TestPSMKernelsEqualPortable(t *testing.T) {
-	t.Parallel()
-	if hostKernels.bucketMasks == nil {
-		t.Skip("no AVX-512 VPOPCNTDQ: only the portable code runs here")
-	}
-	rng := rand.New(rand.NewPCG(41, 42))
-	for _, spare := range []int{0, 2, 4} {
-		for _, n := range []int{0, 1, 900, 5000, 40000} {
-			// The same fingerprints in an index with the kernels and
-			// one without.
-			ps := [2]*PSM{newPSM(12, DefaultPSMSigma, spare, hostKernels), newPSM(12, DefaultPSMSigma, spare, portableKernels)}
-			p := ps[0]
-			fps := make([]uint64, n)
-			for i := range fps {
-				fps[i] = rng.Uint64()
-				if i > 0 && i%7 == 0 {
-					fps[i] = fps[i-1] ^ 1<<rng.IntN(64) // neighbours share buckets
-				}
-				ps[0].Add(fps[i], uint32(i))
-				ps[1].Add(fps[i], uint32(i))
-			}
-			long := false
-			for hd := range len(p.idx.off) - 1 {
-				long = long || p.idx.off[hd+1]-p.idx.off[hd] > 8
-			}
-			if spare == 4 && n >= 5000 && !long {
-				t.Fatalf("spare %d n %d: no bucket over 8 entries", spare, n)
-			}
-			matches := 0
-			for q := range 300 {
-				fp := rng.Uint64()
-				if n > 0 {
-					fp = fps[rng.IntN(n)]
-					for range q % 5 {
-						fp ^= 1 << rng.IntN(64)
-					}
-				}
-				var m [64]uint8
-				for j := range m {
-					m[j] = uint8(rng.IntN(256))
-				}
-				for _, first := range []bool{false, true} {
-					// k = 3 mostly; 0, 8 and -1 (no match) now and then.
-					k := []int{3, 3, 0, 3, 8, -1}[q%6]
-					var got [2][]uint32
-					var looked [2]int
-					for v, p := range ps {
-						looked[v] = p.Search(fp, &m, k, func(s uint32) bool { got[v] = append(got[v], s); return !first })
-					}
-					if !slices.Equal(got[0], got[1]) || looked[0] != looked[1] {
-						t.Fatalf("spare %d n %d query %d k %d first=%v: kernels found %v in %d lookups, portable %v in %d",
-							spare, n, q, k, first, got[0], looked[0], got[1], looked[1])
-					}
-					if k < 0 && len(got[0]) > 0 {
-						t.Fatalf("k = -1: %d matches", len(got[0]))
-					}
-					matches += len(got[0])
-				}
-			}
-			if n > 0 && matches < 200 {
-				t.Fatalf("spare %d n %d: only %d matches", spare, n, matches)
-			}
-		}
-	}
-}
-
 // TestPSMVisitsEachMatchOnce: a small delta's head table has fewer bits than
 // the header, so lookups that differ only in the header's high bits share a
 // chain; each match must still be visited once, and all of them found.
 func TestPSMVisitsEachMatchOnce(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(51, 52))
-	p := newPSM(1<<12, DefaultPSMSigma, 0, hostKernels) // t = log2 n
+	p := newPSM(1<<12, DefaultPSMSigma, 0) // t = log2 n
 	const n = 40000
 	fps := make([]uint64, n)
 	for i := range fps {

@@ -1,7 +1,0 @@
-//go:build !amd64 || purego
-
-package dedup
-
-func prefetch(addr uintptr) {}
-
-func prefetch2(a, b uintptr) {}
