@@ -46,9 +46,6 @@ type signer struct {
 	pool sync.Pool // *signBuf
 
 	kern *kernels // the inner loops: assembly where the CPU has it
-
-	mh     *mhState  // starting state of the vector min-hash kernel (nil: none)
-	mhPool sync.Pool // *mhState
 }
 
 type signBuf struct {
@@ -108,10 +105,6 @@ func newSigner(o Options, k *kernels) *signer {
 		sg.tailSeed[i] = next()
 	}
 	sg.pool.New = func() any { return new(signBuf) }
-	if k.minhash != nil {
-		sg.mh = sg.mhTemplate()
-	}
-	sg.mhPool.New = func() any { return new(mhState) }
 	return sg
 }
 
@@ -366,15 +359,6 @@ const (
 // any byte of p fall below the largest minimum plus one?) rejects most
 // features before the exact lane-by-lane comparison.
 func (sg *signer) minhash(xs []uint64, out []uint64) {
-	if k := sg.kern.minhash; k != nil && k(sg, xs, out) {
-		return
-	}
-	sg.minhashGeneric(xs, out)
-}
-
-// minhashGeneric is the portable min-hash; the kernel, where the CPU has it,
-// computes exactly the same samples.
-func (sg *signer) minhashGeneric(xs []uint64, out []uint64) {
 	ns := len(out)
 	for k := 0; k*8 < ns; k++ {
 		seed, mul := sg.prefSeed[k], sg.prefMul[k]

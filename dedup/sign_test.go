@@ -375,58 +375,6 @@ func TestMinhashMatchesReference(t *testing.T) {
 	}
 }
 
-// The vector min-hash kernel (where the CPU has it) computes exactly the
-// portable min-hash's samples, for every sample count it accepts and for
-// features with many prefix ties.
-func TestMinhashKernelMatchesGeneric(t *testing.T) {
-	t.Parallel()
-	kernel := hostKernels.minhash
-	if kernel == nil {
-		t.Skip("no AVX-512 on this CPU: only the portable min-hash runs")
-	}
-	rng := rand.New(rand.NewPCG(7, 7))
-	for _, ns := range []int{1, 7, 8, 9, 63, 64, 65, 84, 100, 128} {
-		o := DefaultOptions()
-		o.Samples = ns
-		o.Filter = FilterOptions{K: 1, S: 1, R: 1}
-		sg := newSigner(o, hostKernels)
-		if sg.mh == nil {
-			t.Fatalf("samples=%d: no kernel state", ns)
-		}
-		for _, n := range []int{0, 1, 2, 5, 84, 300, 2000, 20000} {
-			for rep := range 4 {
-				xs := make([]uint64, n)
-				for i := range xs {
-					xs[i] = rng.Uint64()
-					switch rep {
-					case 1:
-						xs[i] &= 0xffff00000000ffff // many prefix ties
-					case 2:
-						xs[i] = uint64(i) // small consecutive values
-					}
-				}
-				want := make([]uint64, ns)
-				got := make([]uint64, ns)
-				sg.minhashGeneric(xs, want)
-				if !kernel(sg, xs, got) {
-					t.Fatal("kernel did not run")
-				}
-				for i := range got {
-					if got[i] != want[i] {
-						t.Fatalf("samples=%d n=%d rep=%d: sample %d = %#x, portable %#x", ns, n, rep, i, got[i], want[i])
-					}
-				}
-			}
-		}
-	}
-	o := DefaultOptions()
-	o.Samples = 129
-	o.Filter = FilterOptions{K: 1, S: 1, R: 1}
-	if sg := newSigner(o, hostKernels); sg.mh != nil {
-		t.Error("kernel state for 129 samples (it holds 128)")
-	}
-}
-
 func TestLoadShort(t *testing.T) {
 	t.Parallel()
 	for n := 0; n < 8; n++ {
