@@ -115,16 +115,16 @@ func ReportData(db *storage.DB, filter string, curve []report.CurvePoint) (*repo
 	if d.IrrelevantParams, err = paramReport(db); err != nil {
 		return nil, err
 	}
-	if b, err := db.GetMeta("requests"); err == nil {
+	if b, err := db.GetMeta(storage.MetaRequests); err == nil {
 		d.Stats.Requests, _ = strconv.Atoi(string(b))
 	}
-	if b, err := db.GetMeta("started"); err == nil {
+	if b, err := db.GetMeta(storage.MetaStarted); err == nil {
 		d.Stats.Started, _ = time.Parse(time.RFC3339Nano, string(b))
 	}
-	if b, err := db.GetMeta("finished"); err == nil {
+	if b, err := db.GetMeta(storage.MetaFinished); err == nil {
 		d.Stats.Finished, _ = time.Parse(time.RFC3339Nano, string(b))
 	}
-	if b, err := db.GetMeta("complete"); err == nil {
+	if b, err := db.GetMeta(storage.MetaComplete); err == nil {
 		d.Stats.Complete = string(b) == "true"
 	}
 	return d, nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/horseshoe-crawler/horseshoe/configs"
 	"github.com/horseshoe-crawler/horseshoe/crawl"
+	"github.com/horseshoe-crawler/horseshoe/internal/console"
 	"github.com/horseshoe-crawler/horseshoe/internal/live"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
@@ -25,11 +26,11 @@ type crawlUI struct {
 	serve    string // listen address of the live report, "" for none
 
 	mu   sync.Mutex
-	line *crawl.Progress // drawn while the crawl runs on a terminal
+	line *console.Progress // drawn while the crawl runs on a terminal
 }
 
 func newCrawlUI(stderr io.Writer, quiet bool, serve string) *crawlUI {
-	return &crawlUI{progress: !quiet, term: !quiet && crawl.IsTerminal(stderr), stderr: stderr, serve: serve}
+	return &crawlUI{progress: !quiet, term: !quiet && console.IsTerminal(stderr), stderr: stderr, serve: serve}
 }
 
 // Write is the log output: stderr, around the progress line while it is
@@ -72,7 +73,7 @@ func (u *crawlUI) start(ctx context.Context, db *storage.DB, cfg configs.Config,
 	cancel := func() {}
 	done := make(chan struct{})
 	if u.term {
-		p := crawl.NewProgress(u.stderr, snapshot, crawl.ProgressOptions{MaxPages: maxPages})
+		p := console.NewProgress(u.stderr, snapshot, console.ProgressOptions{MaxPages: maxPages})
 		u.mu.Lock()
 		u.line = p
 		u.mu.Unlock()
