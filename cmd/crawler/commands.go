@@ -17,6 +17,7 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/export"
 	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
 	"github.com/horseshoe-crawler/horseshoe/report"
+	"github.com/horseshoe-crawler/horseshoe/session"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
 
@@ -168,9 +169,9 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	default:
 		return usagef("--format must be text, json or html, got %q", *format)
 	}
-	cfg, err := configs.Load(*cfgPath)
+	cfg, err := loadConfig(*cfgPath)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	db, err := openExisting(*data)
 	if err != nil {
@@ -292,13 +293,13 @@ func cmdDedup(args []string, stdout, stderr io.Writer) error {
 	if *pairs < 1 || *pairs > 100000 {
 		return usagef("--pairs must be 1 to 100000, got %d", *pairs)
 	}
-	cfg, err := configs.Load(*cfgPath)
+	cfg, err := loadConfig(*cfgPath)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	if *filter != "" {
 		cfg.Dedup.Filter = *filter
-		if err := cfg.Validate(); err != nil {
+		if err := crawl.Validate(cfg); err != nil {
 			return usageError{err}
 		}
 	}
@@ -363,9 +364,9 @@ func runDemo(ctx context.Context, webDir, dataDir string, stdout, stderr io.Writ
 			raw = append(raw, w.URL(f[0], f[1]))
 		}
 	}
-	seeds, err := canonicalSeeds(raw, configs.Default().URLs.MaxLength)
+	seeds, err := session.CanonicalSeeds(raw, configs.Default().URLs.MaxLength)
 	if err != nil {
-		return err
+		return asUsage(err)
 	}
 	if dataDir == "" {
 		dataDir, err = os.MkdirTemp("", "horseshoe-demo-")
@@ -378,7 +379,7 @@ func runDemo(ctx context.Context, webDir, dataDir string, stdout, stderr io.Writ
 	fmt.Fprintf(stdout, "Serving the demo web on %s\nCrawling %d seeds politely (one request at a time per host)...\n\n",
 		strings.Join(w.Hosts(), ", "), len(seeds))
 	if err := runCrawl(ctx, cfg, dataDir, seeds, false, newLogger(stderr, true), stdout, nil); err != nil {
-		return err
+		return asUsage(err)
 	}
 	db, err := storage.Open(dataDir, storage.Options{})
 	if err != nil {

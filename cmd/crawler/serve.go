@@ -25,9 +25,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg, err := configs.Load(*cfgPath)
+	cfg, err := loadConfig(*cfgPath)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	db, err := openExisting(*data)
 	if err != nil {
