@@ -19,7 +19,7 @@ func signedStore(t *testing.T, cfg configs.Config) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "data")
 	s := open(t, dir, cfg, "http://a.test/")
-	if err := s.Close(0); err != nil {
+	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	putPages(t, dir, 3, true)
@@ -71,7 +71,7 @@ func TestOpenRefusesOtherSignatureSettings(t *testing.T) {
 	if err != nil {
 		t.Fatalf("search-side changes refused: %v", err)
 	}
-	s.Close(0)
+	s.Close()
 }
 
 // A config stored by an older version lacks the newer keys: they read as
@@ -89,7 +89,7 @@ func TestOpenReadsOlderConfigOverDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatalf("older store, same settings: %v", err)
 	}
-	s.Close(0)
+	s.Close()
 }
 
 // A store signed with URL tokens at the end of the page (an earlier
@@ -99,7 +99,7 @@ func TestOpenRefusesEarlierURLTokens(t *testing.T) {
 	cfg.Dedup.URLTokens = true
 	dir := signedStore(t, cfg)
 	s := open(t, dir, cfg)
-	s.Close(0)
+	s.Close()
 	withStore(t, dir, func(db *storage.DB) error { return db.PutMeta(storage.MetaURLTokens, nil) })
 	_, err := session.Open(dir, cfg, nil, nil)
 	var ue *session.UsageError
@@ -113,10 +113,10 @@ func TestOpenRefusesEarlierURLTokens(t *testing.T) {
 func TestOpenWithoutSignaturesAcceptsAnySettings(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	s := open(t, dir, configs.Default(), "http://a.test/")
-	s.Close(0)
+	s.Close()
 	putPages(t, dir, 2, false)
 	cfg := configs.Default()
 	cfg.Dedup.ShingleWords, cfg.Dedup.Samples = 4, 96
 	s = open(t, dir, cfg)
-	s.Close(0)
+	s.Close()
 }

@@ -10,6 +10,21 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/frontier"
 )
 
+// Seeds returns the canonical seeds of a crawl: the URLs given and those of
+// the seeds file (none for ""). A seeds file that cannot be read, or a seed
+// that is not a crawlable URL, is a *UsageError.
+func Seeds(urls []string, file string, maxLen int) ([]string, error) {
+	raw := urls
+	if file != "" {
+		fromFile, err := ReadSeeds(file)
+		if err != nil {
+			return nil, &UsageError{err.Error()}
+		}
+		raw = append(raw, fromFile...)
+	}
+	return CanonicalSeeds(raw, maxLen)
+}
+
 // ReadSeeds reads a seeds file: one URL per line, blank lines and lines
 // starting with # ignored.
 func ReadSeeds(path string) ([]string, error) {

@@ -30,7 +30,8 @@ type Session struct {
 	Run     []string // the seeds this run queues: the given ones, or the stored ones on resume
 	Resumed bool     // no seed was given: the stored crawl goes on
 
-	spent int64 // page requests of earlier runs (the page budget spent)
+	spent int64        // page requests of earlier runs (the page budget spent)
+	crawl *crawl.Crawl // built by Start
 }
 
 // UsageError is a refusal caused by how the crawl was asked for: no seed and
@@ -124,17 +125,82 @@ func (s *Session) putRunMeta(cfg configs.Config) error {
 	return put(storage.MetaRunOpen, []byte("true"))
 }
 
+// OpenExisting opens a finished or stopped crawl's store read-only: report,
+// export and serve change nothing in the data dir (they work on read-only
+// media), and a damaged store opens with what can still be read. A dir that
+// holds no crawl is a *UsageError.
+func OpenExisting(dir string) (*storage.DB, error) {
+	if dir == "" {
+		return nil, usagef("--data is required")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "MANIFEST")); err != nil {
+		return nil, usagef("%s holds no crawl (no Badger MANIFEST)", dir)
+	}
+	// Reading needs no free space: no guard (a crawl stopped for lack of
+	// space must still be reportable).
+	return storage.Open(dir, storage.Options{ReadOnly: true, MinFreeBytes: -1})
+}
+
+// DamageError returns the one-line error for what db found damaged in dir
+// (nil when nothing was), note saying what the command did all the same.
+func DamageError(dir string, db *storage.DB, note string) error {
+	if ds := db.Damage(); len(ds) > 0 {
+		return &storage.DamageError{Dir: dir, Damages: ds, Note: note}
+	}
+	return nil
+}
+
 // PagesSpent returns the page requests earlier runs made, the part of
 // crawl.max_pages that is spent.
 func (s *Session) PagesSpent() int { return int(s.spent) }
 
-// Env returns the crawl.Env of this run: its seeds and the budget spent.
-func (s *Session) Env() crawl.Env { return crawl.Env{Seeds: s.Seeds, PagesSpent: s.PagesSpent()} }
+// Start builds the run's crawl over the store (crawl.Build with env, to
+// which the session adds its seeds and the budget spent), rebuilds the
+// duplicate index from the stored signatures and queues the run's seeds.
+// It returns crawl.ErrBudgetSpent when earlier runs spent crawl.max_pages.
+func (s *Session) Start(cfg configs.Config, env crawl.Env, logger *slog.Logger) (*crawl.Crawl, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	env.Seeds, env.PagesSpent = s.Seeds, int(s.spent)
+	c, err := crawl.Build(cfg, s.DB, env, logger)
+	if err != nil {
+		return nil, err
+	}
+	s.crawl = c
+	restored, err := c.Engine.Restore()
+	if err != nil {
+		return nil, fmt.Errorf("cannot rebuild the duplicate index: %w", err)
+	}
+	if restored > 0 {
+		logger.Info("duplicate index rebuilt", "pages", restored)
+	}
+	added, err := c.Engine.Seed(s.Run)
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("crawl starting", "data", s.Dir, "seeds", len(s.Run), "new_seeds", added,
+		"queued", c.Frontier.Stats().Queued, "workers", cfg.Crawl.Workers, "delay", cfg.Politeness.Delay.D())
+	return c, nil
+}
 
-// Close records the page requests of this run (pages: crawl.Stats.Pages,
-// none when the run did not start), ends the run's mark and closes the
-// store.
-func (s *Session) Close(pages int64) error {
+// PagesLeft returns the page requests this run may make under maxPages
+// (crawl.max_pages; 0 for no budget).
+func (s *Session) PagesLeft(maxPages int) int {
+	if maxPages <= 0 {
+		return 0
+	}
+	return maxPages - int(s.spent)
+}
+
+// Close closes the run's crawl, records the page requests it made, ends the
+// run's mark and closes the store.
+func (s *Session) Close() error {
+	var pages int64
+	if s.crawl != nil {
+		pages = s.crawl.Engine.Snapshot().Pages
+		s.crawl.Close()
+	}
 	err := s.DB.PutMeta(storage.MetaPagesSpent, []byte(strconv.FormatInt(s.spent+pages, 10)))
 	if err == nil {
 		err = s.DB.PutMeta(storage.MetaRunOpen, []byte("false"))

@@ -1,14 +1,20 @@
 package session_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/configs"
+	"github.com/horseshoe-crawler/horseshoe/crawl"
 	"github.com/horseshoe-crawler/horseshoe/session"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
@@ -82,7 +88,7 @@ func TestOpenStoresRunAndResumes(t *testing.T) {
 	if s.Resumed || !slices.Equal(s.Run, []string{"http://a.test/", "http://b.test/"}) {
 		t.Errorf("new crawl: resumed %v, run %v", s.Resumed, s.Run)
 	}
-	if err := s.Close(0); err != nil {
+	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	m := meta(t, dir, storage.MetaSeeds, storage.MetaStarted, storage.MetaConfig, storage.MetaURLTokens, storage.MetaRunOpen)
@@ -96,7 +102,7 @@ func TestOpenStoresRunAndResumes(t *testing.T) {
 	if !s.Resumed || !slices.Equal(s.Run, []string{"http://a.test/", "http://b.test/"}) {
 		t.Errorf("resume: resumed %v, run %v", s.Resumed, s.Run)
 	}
-	if err := s.Close(0); err != nil {
+	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	s = open(t, dir, cfg, "http://c.test/", "http://a.test/")
@@ -104,7 +110,7 @@ func TestOpenStoresRunAndResumes(t *testing.T) {
 		!slices.Equal(s.Seeds, []string{"http://a.test/", "http://b.test/", "http://c.test/"}) {
 		t.Errorf("new seeds: resumed %v, run %v, seeds %v", s.Resumed, s.Run, s.Seeds)
 	}
-	if err := s.Close(0); err != nil {
+	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if m := meta(t, dir, storage.MetaSeeds, storage.MetaStarted); m[storage.MetaSeeds] != "http://a.test/\nhttp://b.test/\nhttp://c.test/" || m[storage.MetaStarted] != started {
@@ -125,37 +131,90 @@ func TestOpenWithoutSeedsOrCrawl(t *testing.T) {
 	}
 }
 
-// The page budget spent is a counter kept by Close; a store without one (an
-// earlier Horseshoe) or whose last run did not close (a crash) is counted
-// from its page records once.
+// crawlSite serves three linked pages on loopback and returns its root.
+func crawlSite(t *testing.T) string {
+	t.Helper()
+	body := func(name string, links ...string) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "<html><head><title>%s</title></head><body><p>", name)
+		for i := 0; i < 60; i++ {
+			fmt.Fprintf(&b, "%s-word%d ", name, i)
+		}
+		for _, l := range links {
+			fmt.Fprintf(&b, "<a href=%q>%s</a>", l, l)
+		}
+		return b.String() + "</p></body></html>"
+	}
+	pages := map[string]string{"/": body("root", "/a", "/b"), "/a": body("alpha", "/"), "/b": body("beta", "/a")}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := pages[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, p)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/"
+}
+
+// The page budget spent is a counter Close keeps from the run's crawl; a
+// store whose last run did not close (a crash) or that has no counter (an
+// earlier Horseshoe) is counted from its page records once.
 func TestPagesSpent(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	cfg := configs.Default()
-	s := open(t, dir, cfg, "http://a.test/")
-	if s.PagesSpent() != 0 {
-		t.Errorf("new store: %d spent", s.PagesSpent())
+	cfg.Politeness.Delay = 0
+	root := crawlSite(t)
+	s := open(t, dir, cfg, root)
+	if s.PagesSpent() != 0 || s.PagesLeft(5) != 5 || s.PagesLeft(0) != 0 {
+		t.Errorf("new store: %d spent, %d left of 5", s.PagesSpent(), s.PagesLeft(5))
 	}
-	if err := s.Close(7); err != nil {
+	c, err := s.Start(cfg, crawl.Env{}, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	s = open(t, dir, cfg)
-	if s.PagesSpent() != 7 || s.Env().PagesSpent != 7 {
-		t.Errorf("after a run of 7: %d spent", s.PagesSpent())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := c.Engine.Run(ctx, ctx); err != nil {
+		t.Fatal(err)
 	}
-	// The counter is read, not the pages: 3 pages written behind its back
-	// do not count while it is valid.
-	s.Close(2)
-	putPages(t, dir, 3, false)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var stored int64
+	withStore(t, dir, func(db *storage.DB) error {
+		st, err := crawl.StoredStats(db)
+		stored = st.Pages
+		return err
+	})
+	if stored != 3 {
+		t.Fatalf("the crawl recorded %d pages that cost a request, want 3", stored)
+	}
 	s = open(t, dir, cfg)
-	if s.PagesSpent() != 9 {
-		t.Errorf("after runs of 7 and 2: %d spent, want 9", s.PagesSpent())
+	if s.PagesSpent() != 3 || s.PagesLeft(5) != 2 {
+		t.Errorf("after a run of 3: %d spent, %d left of 5", s.PagesSpent(), s.PagesLeft(5))
+	}
+	cfg.Crawl.MaxPages = 3
+	if _, err := s.Start(cfg, crawl.Env{}, nil); !errors.Is(err, crawl.ErrBudgetSpent) {
+		t.Errorf("a budget of 3 after 3 pages: %v, want crawl.ErrBudgetSpent", err)
+	}
+	s.Close()
+
+	// The counter is read, not the pages: 2 pages written behind its back
+	// do not count while it is valid.
+	putPages(t, dir, 2, false)
+	s = open(t, dir, cfg)
+	if s.PagesSpent() != 3 {
+		t.Errorf("with a valid counter: %d spent, want 3", s.PagesSpent())
 	}
 	s.DB.Close() // a crash: Close never runs, the run mark stays
 	s = open(t, dir, cfg)
-	if s.PagesSpent() != 3 {
-		t.Errorf("after a crash: %d spent, want the 3 fetched page records", s.PagesSpent())
+	if s.PagesSpent() != 5 {
+		t.Errorf("after a crash: %d spent, want the 5 fetched page records", s.PagesSpent())
 	}
-	s.Close(0)
+	s.Close()
 	withStore(t, dir, func(db *storage.DB) error { return db.PutMeta(storage.MetaPagesSpent, []byte("many")) })
 	if _, err := session.Open(dir, cfg, nil, nil); err == nil || !strings.Contains(err.Error(), "bad count") {
 		t.Errorf("a corrupt counter: %v", err)

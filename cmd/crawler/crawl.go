@@ -16,12 +16,12 @@ import (
 
 	"github.com/horseshoe-crawler/horseshoe/configs"
 	"github.com/horseshoe-crawler/horseshoe/crawl"
+	"github.com/horseshoe-crawler/horseshoe/internal/console"
+	"github.com/horseshoe-crawler/horseshoe/internal/live"
 	"github.com/horseshoe-crawler/horseshoe/session"
 )
 
 const version = "0.1.0"
-
-func defaultConfig() []byte { return configs.DefaultYAML() }
 
 // crawlFlags are the options of 'crawler crawl' that override the config.
 type crawlFlags struct {
@@ -37,8 +37,7 @@ type crawlFlags struct {
 }
 
 func parseCrawlFlags(args []string, stderr io.Writer) (*crawlFlags, []string, error) {
-	fs := flag.NewFlagSet("crawl", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are reported in one line by main
+	fs := newFlagSet("crawl", stderr)
 	cf := &crawlFlags{}
 	fs.StringVar(&cf.config, "config", "", "YAML config file (defaults: 'crawler config')")
 	fs.StringVar(&cf.data, "data", "./crawl-data", "data directory (Badger); an unfinished crawl there is resumed")
@@ -51,13 +50,8 @@ func parseCrawlFlags(args []string, stderr io.Writer) (*crawlFlags, []string, er
 	fs.BoolVar(&cf.quiet, "quiet", false, "no progress output (a refreshing line on a terminal, log lines otherwise)")
 	fs.StringVar(&cf.serve, "serve", "", "serve the live HTML report and /metrics on this address during the crawl, e.g. 127.0.0.1:8080")
 	fs.StringVar(&cf.cpuProfile, "cpuprofile", "", "write a CPU profile of the crawl to this file")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stderr)
-			fs.PrintDefaults()
-			return nil, nil, errHelp
-		}
-		return nil, nil, usageError{err}
+	if err := parseFlagArgs(fs, args); err != nil {
+		return nil, nil, err
 	}
 	cf.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { cf.set[f.Name] = true })
@@ -73,20 +67,12 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	raw := rest
-	if cf.seeds != "" {
-		fromFile, err := session.ReadSeeds(cf.seeds)
-		if err != nil {
-			return usageError{err}
-		}
-		raw = append(raw, fromFile...)
-	}
-	seeds, err := session.CanonicalSeeds(raw, cfg.URLs.MaxLength)
+	seeds, err := session.Seeds(rest, cf.seeds, cfg.URLs.MaxLength)
 	if err != nil {
 		return asUsage(err)
 	}
-	ui := newCrawlUI(stderr, cf.quiet, cf.serve)
-	logger := newLogger(ui, cf.quiet)
+	ui := console.NewUI(stderr, cf.quiet)
+	logger := console.NewLogger(ui, cf.quiet)
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// Badger builds its tables on the Go heap; without a soft limit the
 		// heap runs at twice the live data. GOMEMLIMIT overrides.
@@ -103,7 +89,8 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer pprof.StopCPUProfile()
 	}
-	return asUsage(runCrawl(ctx, cfg, cf.data, seeds, cf.allowPrivate, logger, stdout, ui))
+	run := crawlRun{allowPrivate: cf.allowPrivate, serve: cf.serve, ui: ui, logger: logger, stdout: stdout}
+	return asUsage(run.crawl(ctx, cfg, cf.data, seeds))
 }
 
 // crawlConfig loads the config file and applies the flags that override it.
@@ -152,74 +139,53 @@ func loadConfig(path string) (configs.Config, error) {
 // as usage errors (exit 2).
 func asUsage(err error) error {
 	var se *session.UsageError
-	if errors.As(err, &se) || crawl.IsConfigError(err) {
+	var le *live.ListenError
+	if errors.As(err, &se) || errors.As(err, &le) || crawl.IsConfigError(err) {
 		return usageError{err}
 	}
 	return err
 }
 
-func newLogger(w io.Writer, quiet bool) *slog.Logger {
-	level := slog.LevelInfo
-	if quiet {
-		level = slog.LevelWarn
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+// crawlRun is how one crawl runs: what the address policy lets through,
+// where the live report is served ("" for nowhere), and what it shows.
+type crawlRun struct {
+	allowPrivate bool
+	serve        string
+	ui           *console.UI // nil shows no progress
+	logger       *slog.Logger
+	stdout       io.Writer
 }
 
-// runCrawl runs (or resumes) a crawl in dataDir; ui shows its progress and
-// serves its live report (nil: neither).
-func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []string, allowPrivate bool,
-	logger *slog.Logger, stdout io.Writer, ui *crawlUI) (err error) {
-	sess, err := session.Open(dataDir, cfg, seeds, logger)
+// crawl runs (or resumes) a crawl in dataDir.
+func (r crawlRun) crawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []string) (err error) {
+	sess, err := session.Open(dataDir, cfg, seeds, r.logger)
 	if err != nil {
 		return err
 	}
-	var c *crawl.Crawl
 	defer func() {
-		var pages int64
-		if c != nil {
-			pages = c.Engine.Snapshot().Pages
-		}
-		if cerr := sess.Close(pages); err == nil && cerr != nil {
+		if cerr := sess.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("storage: %w", cerr)
 		}
 	}()
-	env := sess.Env()
-	policy, err := crawl.AddrPolicy(ctx, cfg.Fetch, sess.Seeds, allowPrivate, logger)
+	policy, err := crawl.AddrPolicy(ctx, cfg.Fetch, sess.Seeds, r.allowPrivate, r.logger)
 	if err != nil {
 		return err
 	}
-	env.Policy, env.ProgressEvery = &policy, ui.logEvery()
-	c, err = crawl.Build(cfg, sess.DB, env, logger)
+	c, err := sess.Start(cfg, crawl.Env{Policy: &policy, ProgressEvery: r.ui.LogEvery()}, r.logger)
 	if errors.Is(err, crawl.ErrBudgetSpent) {
-		fmt.Fprintf(stdout, "page budget of %d already spent in %s; nothing to do\n", cfg.Crawl.MaxPages, dataDir)
+		fmt.Fprintf(r.stdout, "page budget of %d already spent in %s; nothing to do\n", cfg.Crawl.MaxPages, dataDir)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	restored, err := c.Engine.Restore()
-	if err != nil {
-		return fmt.Errorf("cannot rebuild the duplicate index: %w", err)
-	}
-	if restored > 0 {
-		logger.Info("duplicate index rebuilt", "pages", restored)
-	}
-	added, err := c.Engine.Seed(sess.Run)
-	if err != nil {
-		return err
-	}
-	logger.Info("crawl starting", "data", dataDir, "seeds", len(sess.Run), "new_seeds", added,
-		"queued", c.Frontier.Stats().Queued, "workers", cfg.Crawl.Workers, "delay", cfg.Politeness.Delay.D())
-	return runEngine(ctx, c, cfg, sess, logger, stdout, ui)
+	return r.run(ctx, c, cfg, sess)
 }
 
-// runEngine runs the built crawl until it ends or is interrupted (a first
-// signal lets pages in flight finish, a second stops at once) and prints
-// its summary.
-func runEngine(ctx context.Context, c *crawl.Crawl, cfg configs.Config, sess *session.Session,
-	logger *slog.Logger, stdout io.Writer, ui *crawlUI) error {
+// run runs the built crawl until it ends or is interrupted (a first signal
+// lets pages in flight finish, a second stops at once), with its progress
+// and live report, and prints its summary.
+func (r crawlRun) run(ctx context.Context, c *crawl.Crawl, cfg configs.Config, sess *session.Session) error {
 	soft, cancelSoft := context.WithCancel(ctx)
 	defer cancelSoft()
 	hard, cancelHard := context.WithCancel(ctx)
@@ -233,36 +199,29 @@ func runEngine(ctx context.Context, c *crawl.Crawl, cfg configs.Config, sess *se
 		case <-hard.Done():
 			return
 		}
-		logger.Warn("interrupted: finishing pages in flight (interrupt again to stop at once)")
+		r.logger.Warn("interrupted: finishing pages in flight (interrupt again to stop at once)")
 		cancelSoft()
 		select {
 		case <-sigs:
 		case <-hard.Done():
 			return
 		}
-		logger.Warn("stopping now")
+		r.logger.Warn("stopping now")
 		cancelHard()
 	}()
-	maxPages := 0
-	if cfg.Crawl.MaxPages > 0 {
-		maxPages = cfg.Crawl.MaxPages - sess.PagesSpent()
-	}
-	stopUI, err := ui.start(ctx, sess.DB, cfg, maxPages, c.Engine.Snapshot, logger, stdout)
+	stopLive, err := live.StartLive(r.serve, sess.DB, cfg.Dedup, c.Engine.Snapshot, r.logger, r.stdout)
 	if err != nil {
-		return err
+		return asUsage(err)
 	}
+	defer stopLive()
+	stopUI := r.ui.Start(ctx, sess.PagesLeft(cfg.Crawl.MaxPages), c.Engine.Snapshot)
 	defer stopUI()
 	start := time.Now()
 	if err := c.Engine.Run(soft, hard); err != nil {
 		return err
 	}
 	stopUI() // the progress line ends before the summary
-	st := c.Frontier.Stats()
-	fmt.Fprintf(stdout, "crawl %s in %s: %d requests, %d queued left, data in %s\n",
-		map[bool]string{true: "finished", false: "stopped"}[st.Queued == 0 && soft.Err() == nil],
-		time.Since(start).Round(time.Millisecond), c.Engine.Requests(), st.Queued, sess.Dir)
-	for _, g := range c.Frontier.GiveUps() {
-		fmt.Fprintf(stdout, "gave up host %s: %s\n", g.Host, g.Reason)
-	}
+	stopLive()
+	console.WriteSummary(r.stdout, c, soft.Err() != nil, time.Since(start), sess.Dir)
 	return nil
 }
