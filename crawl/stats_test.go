@@ -46,7 +46,7 @@ func TestStoredStats(t *testing.T) {
 				return err
 			}
 		}
-		return tx.PutMeta("requests", []byte("17"))
+		return tx.PutMeta(storage.MetaRequests, []byte("17"))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func TestStoredStats(t *testing.T) {
 		t.Errorf("DuplicateRatio %v, want 1/3", r)
 	}
 
-	if err := db.PutMeta("requests", []byte("many")); err != nil {
+	if err := db.PutMeta(storage.MetaRequests, []byte("many")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := crawl.StoredStats(db); err == nil {

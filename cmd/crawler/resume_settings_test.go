@@ -39,7 +39,7 @@ func TestResumeRefusesOtherSignatureSettings(t *testing.T) {
 	if err := crawlWith("", 4, seeds...); err != nil {
 		t.Fatalf("first crawl: %v", err)
 	}
-	metaBefore := readMeta(t, data, "config", "seeds")
+	metaBefore := readMeta(t, data, storage.MetaConfig, storage.MetaSeeds)
 	pagesBefore := countPages(t, data)
 
 	newSeed := seeds[0] + "refused-run-seed"                       // a 404 on the demo web: quick even if a regression crawled it
@@ -48,7 +48,7 @@ func TestResumeRefusesOtherSignatureSettings(t *testing.T) {
 	if !errors.As(err, &ue) || exitCode(err, io.Discard) != 2 || !strings.Contains(err.Error(), "dedup.shingle_words 5 (now 4)") {
 		t.Errorf("resume with shingle_words 4: got %v, want a usage error naming it", err)
 	}
-	if after := readMeta(t, data, "config", "seeds"); !maps.Equal(after, metaBefore) {
+	if after := readMeta(t, data, storage.MetaConfig, storage.MetaSeeds); !maps.Equal(after, metaBefore) {
 		t.Errorf("a refused resume changed the store's meta:\nbefore %q\nafter  %q", metaBefore, after)
 	}
 	if n := countPages(t, data); n != pagesBefore {

@@ -75,7 +75,7 @@ func TestExportWARC(t *testing.T) {
 					}
 				}
 				if tc.config != nil {
-					return tx.PutMeta("config", tc.config)
+					return tx.PutMeta(storage.MetaConfig, tc.config)
 				}
 				return nil
 			})
