@@ -29,6 +29,10 @@ type Env struct {
 	// Policy is the address policy every connection is checked against
 	// (AddrPolicy builds the crawler's); nil checks no address.
 	Policy *fetch.AddrPolicy
+	// Getenv reads the proxy environment (HTTP_PROXY, HTTPS_PROXY,
+	// NO_PROXY) for fetch.proxy ""; nil reads none (os.Getenv reads the
+	// process's).
+	Getenv func(string) string
 	// Resolver looks up host names for the fetcher and the politeness
 	// clocks; nil is the system's.
 	Resolver fetch.Resolver
@@ -68,7 +72,11 @@ func Build(cfg configs.Config, db *storage.DB, env Env, logger *slog.Logger) (*C
 	if err != nil {
 		return nil, ConfigError{err}
 	}
-	fetcher, err := fetch.New(FetchOptions(cfg.Fetch, env), logger.With("system", "fetch"))
+	fetchOpts, err := proxyOptions(FetchOptions(cfg.Fetch, env), cfg.Fetch.Proxy, env.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	fetcher, err := fetch.New(fetchOpts, logger.With("system", "fetch"))
 	if err != nil {
 		return nil, ConfigError{err}
 	}
@@ -143,6 +151,18 @@ func FetchOptions(f configs.Fetch, env Env) fetch.Options {
 	}
 	o.Resolver = env.Resolver
 	return o
+}
+
+// proxyOptions adds the proxy of fetch.proxy and the environment to o.
+func proxyOptions(o fetch.Options, proxy configs.ProxyURL, getenv func(string) string) (fetch.Options, error) {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	var err error
+	if o.Proxy, err = fetch.ProxySettings(string(proxy), getenv); err != nil {
+		return o, ConfigError{err}
+	}
+	return o, nil
 }
 
 // RobotsOptions maps the politeness section to the robots.txt cache's options.

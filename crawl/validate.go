@@ -20,11 +20,19 @@ func Validate(cfg configs.Config) error {
 		ScopeOptions(cfg.Crawl).Validate(),
 		RobotsOptions(cfg.Politeness).Validate(),
 		FetchOptions(cfg.Fetch, Env{}).Validate(),
+		proxyError(cfg.Fetch.Proxy),
 		policy.AllowEntries(cfg.Fetch.AllowAddresses),
 		DedupOptions(cfg.Dedup).Validate(),
 		MirrorOptions(cfg.Mirror).Validate(),
 		crawlLimits(cfg),
 	)
+}
+
+// proxyError checks fetch.proxy itself (the environment's proxies are
+// checked when the crawl is built, Build).
+func proxyError(p configs.ProxyURL) error {
+	_, err := proxyOptions(fetch.Options{}, p, nil)
+	return err
 }
 
 // MaxBodySize bounds fetch.max_body_size: a body's decoded text takes up to

@@ -48,6 +48,7 @@ func TestValidateRejectsEachBadValueOnce(t *testing.T) {
 		{"max_body_size above a stored value", func(c *configs.Config) { c.Fetch.MaxBodySize = 600000000 }, "fetch.max_body_size must be between 1024 and"},
 		{"max_body_size negative", func(c *configs.Config) { c.Fetch.MaxBodySize = -1 }, "fetch options: max body size -1"},
 		{"allow_addresses", func(c *configs.Config) { c.Fetch.AllowAddresses = []string{"10.0.0.0/8", "foo!bar"} }, `allow "foo!bar": not an IP address`},
+		{"proxy", func(c *configs.Config) { c.Fetch.Proxy = "ftp://proxy.test:21" }, "fetch.proxy: "},
 		{"max_length", func(c *configs.Config) { c.URLs.MaxLength = 10 }, "frontier: max_url_length must be between 16 and 16384, got 10"},
 		{"max_length above a key", func(c *configs.Config) { c.URLs.MaxLength = 20000 }, "frontier: max_url_length must be between 16 and 16384, got 20000"},
 		{"max_path_depth", func(c *configs.Config) { c.URLs.MaxPathDepth = 0 }, "frontier: max_path_depth must be >= 1"},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -63,11 +64,15 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "output file (- for stdout)")
 	all := fs.Bool("all", false, "jsonl: also write every non-unique page with its class")
 	includeDups := fs.Bool("include-duplicates", false, "warc: also write exact duplicates as revisit records and near duplicates as metadata records")
+	cdxPath := fs.String("cdx", "", "warc: also write the WARC's CDXJ index (for pywb, OpenWayback) to this file")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *out == "" {
 		return usagef("--out is required")
+	}
+	if *cdxPath != "" && (*format != "warc" || *out == "-") {
+		return usagef("--cdx needs --format warc and an --out file (the index names it)")
 	}
 	switch *format {
 	case "jsonl", "warc":
@@ -85,7 +90,8 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 	}
 	var n, damaged int
 	if *format == "warc" {
-		n, err = exportWARC(db, w, *includeDups, func(*storage.Page) { damaged++ })
+		n, err = session.ExportWARC(db, w, export.WARCOptions{IncludeDuplicates: *includeDups, Software: "Horseshoe/" + version,
+			Damaged: func(*storage.Page) { damaged++ }, Filename: filepath.Base(*out)}, *cdxPath)
 	} else {
 		n, err = export.JSONL(w, db, export.JSONLOptions{All: *all})
 		damaged = db.Unreadable()["page texts"]

@@ -171,7 +171,7 @@ func (r crawlRun) crawl(ctx context.Context, cfg configs.Config, dataDir string,
 	if err != nil {
 		return err
 	}
-	c, err := sess.Start(cfg, crawl.Env{Policy: &policy, ProgressEvery: r.ui.LogEvery()}, r.logger)
+	c, err := sess.Start(cfg, crawl.Env{Policy: &policy, Getenv: os.Getenv, ProgressEvery: r.ui.LogEvery()}, r.logger)
 	if errors.Is(err, crawl.ErrBudgetSpent) {
 		fmt.Fprintf(r.stdout, "page budget of %d already spent in %s; nothing to do\n", cfg.Crawl.MaxPages, dataDir)
 		return nil
