@@ -50,6 +50,9 @@ const (
 // ErrMainTextTooLarge marks a page refused by the limits above.
 var ErrMainTextTooLarge = errors.New("page too large for main-text extraction")
 
+// errExtractorPanic marks a panic of the extractor, recovered.
+var errExtractorPanic = errors.New("main text: extractor failed")
+
 // MainText returns the main text of an HTML page given as UTF-8: the text
 // of the article Readability finds, as a browser would render it to plain
 // text (blocks on their own lines). It is "" with a nil error when the page
@@ -76,7 +79,7 @@ func MainText(page []byte, pageURL string) (text string, err error) {
 	}
 	defer func() { // an extractor bug costs this page its main text, not the export
 		if r := recover(); r != nil {
-			text, err = "", fmt.Errorf("main text: extractor failed: %v", r)
+			text, err = "", fmt.Errorf("%w: %v", errExtractorPanic, r)
 		}
 	}()
 	p := readability.NewParser()

@@ -101,3 +101,21 @@ func allocated() uint64 {
 	metrics.Read(s)
 	return s[0].Value.Uint64()
 }
+
+// FuzzMainText: no page makes the extractor panic (a panic is recovered
+// as an error, which this target reports), and an error comes without text.
+func FuzzMainText(f *testing.F) {
+	for _, seed := range []string{articlePage, "", "<p>", "<p><b id=1><b id=2><p>x<p>y", "<table><tr><td><table>x<tr>",
+		"<div " + strings.Repeat(`a="b" `, 50) + ">x", "<!--", `<p title="`, "\x00\xff<<>>"} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, page []byte) {
+		text, err := MainText(page, "http://127.0.0.2/fuzz")
+		if errors.Is(err, errExtractorPanic) {
+			t.Fatal(err)
+		}
+		if err != nil && text != "" {
+			t.Fatalf("text %q with error %v", text, err)
+		}
+	})
+}
