@@ -46,6 +46,7 @@ type Crawl struct {
 	Engine   *Engine
 	Frontier *frontier.Frontier
 	Fetcher  *fetch.Fetcher
+	Scope    *frontier.Scope // widened by AddSeeds (control.go)
 }
 
 // Close releases the fetcher's connections.
@@ -107,7 +108,7 @@ func Build(cfg configs.Config, db *storage.DB, env Env, logger *slog.Logger) (*C
 		eo.Resolver = env.Resolver
 	}
 	eng := New(eo, db, fr, fetcher, robots, det, logger.With("system", "crawl"))
-	return &Crawl{Engine: eng, Frontier: fr, Fetcher: fetcher}, nil
+	return &Crawl{Engine: eng, Frontier: fr, Fetcher: fetcher, Scope: scope}, nil
 }
 
 // AddrPolicy builds the address policy of a crawl: public addresses, the

@@ -297,14 +297,21 @@ func scopeCompile(exprs []string) []*regexp.Regexp {
 // or IP; prefix: u starts with a seed's directory prefix; any: always), and, when Allow is
 // non-empty, at least one Allow regexp matches it.
 func (s *Scope) InScope(u string) bool {
+	return !s.denied(u) && s.modeAdmits(u) && s.allowed(u)
+}
+
+// denied reports whether a Deny regexp matches u.
+func (s *Scope) denied(u string) bool {
 	for _, re := range s.deny {
 		if re.MatchString(u) {
-			return false
+			return true
 		}
 	}
-	if !s.modeAdmits(u) {
-		return false
-	}
+	return false
+}
+
+// allowed reports whether Allow is empty or one of its regexps matches u.
+func (s *Scope) allowed(u string) bool {
 	if len(s.allow) == 0 {
 		return true
 	}

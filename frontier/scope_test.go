@@ -352,3 +352,20 @@ func TestScopeWiden(t *testing.T) {
 		}
 	}
 }
+
+// TestScopeWidenRefusesExcluded: a seed the deny or allow list excludes is
+// refused, and the scope keeps what it admitted.
+func TestScopeWidenRefusesExcluded(t *testing.T) {
+	s, err := NewScope(ScopeOptions{Allow: []string{`^http://[a-z.]+/`}, Deny: []string{`/private`}}, []string{"http://a.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seed := range []string{"http://b.example/private/", "http://10.0.0.1:8080/"} {
+		if err := s.Widen([]string{"http://c.example/", seed}); !errors.Is(err, ErrScope) {
+			t.Errorf("Widen(%s): %v, want ErrScope", seed, err)
+		}
+	}
+	if s.InScope("http://c.example/x") || !s.InScope("http://a.example/x") {
+		t.Errorf("a refused Widen changed the scope")
+	}
+}

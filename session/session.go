@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -30,8 +31,10 @@ type Session struct {
 	Run     []string // the seeds this run queues: the given ones, or the stored ones on resume
 	Resumed bool     // no seed was given: the stored crawl goes on
 
-	spent int64        // page requests of earlier runs (the page budget spent)
-	crawl *crawl.Crawl // built by Start
+	spent  int64        // page requests of earlier runs (the page budget spent)
+	crawl  *crawl.Crawl // built by Start
+	maxURL int          // urls.max_length, for seeds added by AddSeeds
+	seedMu sync.Mutex   // serializes AddSeeds (Seeds)
 }
 
 // UsageError is a refusal caused by how the crawl was asked for: no seed and
@@ -167,7 +170,7 @@ func (s *Session) Start(cfg configs.Config, env crawl.Env, logger *slog.Logger) 
 	if err != nil {
 		return nil, err
 	}
-	s.crawl = c
+	s.crawl, s.maxURL = c, cfg.URLs.MaxLength
 	restored, err := c.Engine.Restore()
 	if err != nil {
 		return nil, fmt.Errorf("cannot rebuild the duplicate index: %w", err)

@@ -71,6 +71,12 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return asUsage(err)
 	}
+	token := serveToken(cfg)
+	if cf.serve != "" {
+		if err := live.CheckBind(cf.serve, token); err != nil {
+			return usagef("--serve: %v", err)
+		}
+	}
 	ui := console.NewUI(stderr, cf.quiet)
 	logger := console.NewLogger(ui, cf.quiet)
 	if os.Getenv("GOMEMLIMIT") == "" {
@@ -89,7 +95,7 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer pprof.StopCPUProfile()
 	}
-	run := crawlRun{allowPrivate: cf.allowPrivate, serve: cf.serve, ui: ui, logger: logger, stdout: stdout}
+	run := crawlRun{allowPrivate: cf.allowPrivate, serve: cf.serve, token: token, ui: ui, logger: logger, stdout: stdout}
 	return asUsage(run.crawl(ctx, cfg, cf.data, seeds))
 }
 
@@ -147,10 +153,11 @@ func asUsage(err error) error {
 }
 
 // crawlRun is how one crawl runs: what the address policy lets through,
-// where the live report is served ("" for nowhere), and what it shows.
+// where the live report and control API are served ("" for nowhere) with
+// which token, and what it shows.
 type crawlRun struct {
 	allowPrivate bool
-	serve        string
+	serve, token string
 	ui           *console.UI // nil shows no progress
 	logger       *slog.Logger
 	stdout       io.Writer
@@ -182,9 +189,10 @@ func (r crawlRun) crawl(ctx context.Context, cfg configs.Config, dataDir string,
 	return r.run(ctx, c, cfg, sess)
 }
 
-// run runs the built crawl until it ends or is interrupted (a first signal
-// lets pages in flight finish, a second stops at once), with its progress
-// and live report, and prints its summary.
+// run runs the built crawl until it ends or is interrupted (a first signal,
+// or POST /api/stop, lets pages in flight finish, a second signal stops at
+// once), with its progress, live report and control API, and prints its
+// summary.
 func (r crawlRun) run(ctx context.Context, c *crawl.Crawl, cfg configs.Config, sess *session.Session) error {
 	soft, cancelSoft := context.WithCancel(ctx)
 	defer cancelSoft()
@@ -196,11 +204,12 @@ func (r crawlRun) run(ctx context.Context, c *crawl.Crawl, cfg configs.Config, s
 	go func() {
 		select {
 		case <-sigs:
+			r.logger.Warn("interrupted: finishing pages in flight (interrupt again to stop at once)")
+			cancelSoft()
+		case <-soft.Done(): // POST /api/stop
 		case <-hard.Done():
 			return
 		}
-		r.logger.Warn("interrupted: finishing pages in flight (interrupt again to stop at once)")
-		cancelSoft()
 		select {
 		case <-sigs:
 		case <-hard.Done():
@@ -209,7 +218,12 @@ func (r crawlRun) run(ctx context.Context, c *crawl.Crawl, cfg configs.Config, s
 		r.logger.Warn("stopping now")
 		cancelHard()
 	}()
-	stopLive, err := live.StartLive(r.serve, sess.DB, cfg.Dedup, c.Engine.Snapshot, r.logger, r.stdout)
+	stop := func() {
+		r.logger.Warn("stop asked by the control API: finishing pages in flight (interrupt to stop at once)")
+		cancelSoft()
+	}
+	sv := live.Serving{Addr: r.serve, Token: r.token, Controls: controls(c, sess, stop)}
+	stopLive, err := live.StartLive(sv, sess.DB, cfg.Dedup, c.Engine.Snapshot, r.logger, r.stdout)
 	if err != nil {
 		return asUsage(err)
 	}
