@@ -196,15 +196,22 @@ func (s *Session) PagesLeft(maxPages int) int {
 	return maxPages - int(s.spent)
 }
 
-// Close closes the run's crawl, records the page requests it made, ends the
-// run's mark and closes the store.
+// Close closes the run's crawl, records the requests and page requests it
+// made, ends the run's mark and closes the store.
 func (s *Session) Close() error {
 	var pages int64
+	var err error
 	if s.crawl != nil {
-		pages = s.crawl.Engine.Snapshot().Pages
+		snap := s.crawl.Engine.Snapshot()
+		pages = snap.Pages
 		s.crawl.Close()
+		// The engine stores its request count with each page; a
+		// robots.txt fetched after the last page would be left out.
+		err = s.DB.PutMeta(storage.MetaRequests, []byte(strconv.FormatInt(snap.Requests, 10)))
 	}
-	err := s.DB.PutMeta(storage.MetaPagesSpent, []byte(strconv.FormatInt(s.spent+pages, 10)))
+	if err == nil {
+		err = s.DB.PutMeta(storage.MetaPagesSpent, []byte(strconv.FormatInt(s.spent+pages, 10)))
+	}
 	if err == nil {
 		err = s.DB.PutMeta(storage.MetaRunOpen, []byte("false"))
 	}
