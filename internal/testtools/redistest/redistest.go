@@ -1,0 +1,186 @@
+// Package redistest starts a real redis-server for a test: on a free loopback
+// port, with its data (append-only file) in a temporary directory, stopped at
+// the test's cleanup. A test on a machine without redis-server is skipped
+// with a message saying so, except under CI, where .ci/run installs Debian's
+// redis-server and a missing one is a failure (testtools.Missing).
+package redistest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
+)
+
+// Server is one redis-server process (restartable on the same port and data).
+type Server struct {
+	Addr string // host:port on 127.0.0.1
+	Dir  string // working directory: appendonly files, the log
+
+	tb   testing.TB
+	bin  string
+	args []string
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Options adjusts the server's configuration.
+type Options struct {
+	// Args are extra configuration directives ("--maxmemory", "10mb", ...).
+	Args []string
+	// NoPersistence turns the append-only file off (benchmarks of memory).
+	NoPersistence bool
+}
+
+// Start starts a redis-server for tb and stops it at tb's cleanup.
+func Start(tb testing.TB, o Options) *Server {
+	tb.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		testtools.Missing(tb, "redis-server is not installed (Debian: apt-get install redis-server): %v", err)
+	}
+	dir := tb.TempDir()
+	s := &Server{Dir: dir, tb: tb, bin: bin}
+	port, err := freePort()
+	if err != nil {
+		tb.Fatalf("redistest: no free port: %v", err)
+	}
+	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	s.args = []string{
+		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+		"--save", "", "--daemonize", "no", "--logfile", filepath.Join(dir, "redis.log"),
+		"--protected-mode", "yes",
+	}
+	if o.NoPersistence {
+		s.args = append(s.args, "--appendonly", "no")
+	} else {
+		// Every write is on disk before it is acknowledged: a restart
+		// loses nothing a client was told is written.
+		s.args = append(s.args, "--appendonly", "yes", "--appendfsync", "always")
+	}
+	s.args = append(s.args, o.Args...)
+	if err := s.start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+// Client returns a client of the server, closed at tb's cleanup.
+func (s *Server) Client(tb testing.TB) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// URL is the server's redis:// URL.
+func (s *Server) URL() string { return "redis://" + s.Addr + "/0" }
+
+func (s *Server) start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cmd := exec.Command(s.bin, s.args...)
+	cmd.Dir = s.Dir
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("redistest: cannot start redis-server: %w", err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	s.cmd, s.done = cmd, done
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer c.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-done:
+			return fmt.Errorf("redistest: redis-server exited at start: %s", s.logTail())
+		default:
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			<-done
+			return fmt.Errorf("redistest: redis-server did not answer within 20s (%v): %s", err, s.logTail())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stop stops the server (SIGTERM: it writes its append-only file and exits)
+// and waits for it. Stopping a stopped server does nothing.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	s.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-s.done:
+	case <-time.After(20 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.done
+	}
+	s.cmd = nil
+}
+
+// Restart stops the server and starts it again on the same port and data.
+func (s *Server) Restart() {
+	s.tb.Helper()
+	s.Stop()
+	if err := s.start(); err != nil {
+		s.tb.Fatal(err)
+	}
+}
+
+// Resume starts a stopped server again on the same port and data.
+func (s *Server) Resume() {
+	s.tb.Helper()
+	if err := s.start(); err != nil {
+		s.tb.Fatal(err)
+	}
+}
+
+func (s *Server) logTail() string {
+	f, err := os.Open(filepath.Join(s.Dir, "redis.log"))
+	if err != nil {
+		return "(no log)"
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > 10 {
+			lines = lines[1:]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
