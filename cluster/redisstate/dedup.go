@@ -14,10 +14,19 @@ import (
 // The duplicate index, in one slot (hash tag {C/d}) so that one script checks
 // and adds atomically:
 //
-//	x:<b>  exact fingerprint -> page id      field: low 48 bits (6 bytes)
-//	k:<b>  supershingle key -> page ids      field: 24 key bits below the bucket bits (3 bytes); value "id,id,..."
-//	g:<b>  page id -> record                 record: one byte per sketch sample, then the simhash (8 bytes)
+//	slot   counter: the index numbers its pages 1, 2, ... (slots), so that
+//	       the many references to a page are small integers whatever its id
+//	x:<b>  exact fingerprint -> slot        field: low 48 bits (6 bytes)
+//	k:<b>  supershingle key -> slots        field: 16 key bits below the bucket bits (2 bytes); value "slot,slot,..."
+//	g:<b>  slot -> record                   record: page id (6 bytes), one byte per sketch sample, simhash (8 bytes)
 //	n      stream of new unique pages (id, simhash), capped: the feed of the workers' simhash replicas
+//
+// A supershingle field keeps 16 key bits: with 64 to 128 keys per bucket a
+// lookup finds an unrelated page with probability up to 128/65536, so up to 3% of
+// pages (15 keys each) get one false candidate, which the caller's settling
+// rejects (one more round trip). The exact field keeps 48 bits besides the
+// bucket's: two distinct pages are taken for exact copies with probability
+// about n^2 / 2^(49 + bucket bits) over n pages.
 //
 // Of two workers racing with copies of one page, the script runs for one
 // first: it adds its page; the other then finds the first as an exact
@@ -32,14 +41,23 @@ import (
 // estimate of J by (1-J)/256 (0.0006 at J = 0.85).
 const recordSamples = 84
 
-// recordSize is a page record's length: recordSamples bytes and the simhash.
-const recordSize = recordSamples + 8
+// recordSize is a page record's length: the id, the samples, the simhash.
+const recordSize = 6 + recordSamples + 8
 
 // IndexPage is what the duplicate index keeps of a unique page.
 type IndexPage struct {
-	ID      uint64
-	Exact   uint64   // dedup.Signature.Exact
-	Keys    []uint64 // supershingle subset keys (dedup's comboKey of each subset)
+	ID    uint64
+	Exact uint64 // dedup.Signature.Exact
+	// Keys are the page's supershingle keys, of which a page must share
+	// Need with another to be its candidate. Either every R-subset of the
+	// K supershingles hashed into one key (dedup's comboKey: C(K,R) keys,
+	// Need 1), or, when the supershingles are wide enough that one alone
+	// rarely matches by chance (AltaVista's 64 bits, not Bing's 16), the K
+	// supershingles, each hashed with its position (SuperKey), with Need
+	// R: the same candidates from K keys instead of C(K,R), 6 against 15
+	// for AltaVista.
+	Keys    []uint64
+	Need    int      // 0 = 1
 	Sketch  []uint64 // dedup.Signature.Sketch
 	Simhash uint64
 }
@@ -48,6 +66,7 @@ type IndexPage struct {
 // checked: its sketch bytes and simhash, for the caller to settle.
 type Candidate struct {
 	ID      uint64
+	slot    string // the index's number of the page
 	Sketch  []byte // the low byte of each sample
 	Simhash uint64
 }
@@ -110,43 +129,66 @@ func (c *Crawl) superSlot(k uint64) (string, string) {
 	if bb > 0 {
 		b = k >> (64 - bb)
 	}
-	v := k >> (64 - bb - 24)
-	f := [3]byte{byte(v >> 16), byte(v >> 8), byte(v)}
+	v := k >> (64 - bb - 16)
+	f := [2]byte{byte(v >> 8), byte(v)}
 	return c.dedupTag() + "k:" + strconv.FormatUint(b, 10), string(f[:])
 }
 
 func (c *Crawl) recordPrefix() string { return c.dedupTag() + "g:" }
-func (c *Crawl) recordKey(id uint64) string {
-	return c.recordPrefix() + strconv.FormatUint(id&uint64(c.recordBkts-1), 10)
+func (c *Crawl) slotKey() string      { return c.dedupTag() + "slot" }
+func (c *Crawl) streamKey() string    { return c.dedupTag() + "n" }
+
+// SuperKey is the index key of supershingle number i with value v (for
+// IndexPage.Keys with Need = R).
+func SuperKey(i int, v uint64) uint64 {
+	z := v ^ uint64(i+1)*0x9e3779b97f4a7c15
+	z ^= z >> 30
+	z *= 0xbf58476d1ce4e5b9
+	z ^= z >> 27
+	z *= 0x94d049bb133111eb
+	return z ^ z>>31
 }
-func (c *Crawl) streamKey() string { return c.dedupTag() + "n" }
 
 func encodeRecord(pg *IndexPage) string {
 	var r [recordSize]byte
+	binary.BigEndian.PutUint16(r[:2], uint16(pg.ID>>32))
+	binary.BigEndian.PutUint32(r[2:6], uint32(pg.ID))
 	for i := 0; i < recordSamples && i < len(pg.Sketch); i++ {
-		r[i] = byte(pg.Sketch[i])
+		r[6+i] = byte(pg.Sketch[i])
 	}
-	binary.BigEndian.PutUint64(r[recordSamples:], pg.Simhash)
+	binary.BigEndian.PutUint64(r[6+recordSamples:], pg.Simhash)
 	return string(r[:])
+}
+
+// decodeRecord reads a record into cd (ID, Sketch, Simhash).
+func decodeRecord(rec string, cd *Candidate) error {
+	if len(rec) != recordSize {
+		return fmt.Errorf("redisstate: page record of %d bytes, want %d", len(rec), recordSize)
+	}
+	b := []byte(rec)
+	cd.ID = uint64(binary.BigEndian.Uint16(b[:2]))<<32 | uint64(binary.BigEndian.Uint32(b[2:6]))
+	cd.Sketch = b[6 : 6+recordSamples]
+	cd.Simhash = binary.BigEndian.Uint64(b[6+recordSamples:])
+	return nil
 }
 
 // CheckAndAdd checks pg against the index and adds it when it finds neither
 // an exact duplicate nor a supershingle candidate outside considered (ids the
 // caller has settled already as not duplicates). One round trip.
-func (c *Crawl) CheckAndAdd(ctx context.Context, pg *IndexPage, considered []uint64, o DedupOptions) (Result, error) {
+func (c *Crawl) CheckAndAdd(ctx context.Context, pg *IndexPage, considered []Candidate, o DedupOptions) (Result, error) {
 	o = o.withDefaults()
 	ek, ef := c.exactSlot(pg.Exact)
 	keys := make([]string, 0, 3+len(pg.Keys))
-	keys = append(keys, ek, c.recordKey(pg.ID), c.streamKey())
+	keys = append(keys, ek, c.slotKey(), c.streamKey())
 	args := make([]any, 0, 8+len(pg.Keys))
 	var cons strings.Builder
 	cons.WriteByte(',')
-	for _, id := range considered {
-		cons.WriteString(strconv.FormatUint(id, 10))
+	for _, cd := range considered {
+		cons.WriteString(cd.slot)
 		cons.WriteByte(',')
 	}
 	args = append(args, ef, pg.ID, encodeRecord(pg), c.recordPrefix(), c.recordBkts-1, o.MaxCandidates,
-		max(o.StreamLen, 0), cons.String())
+		max(o.StreamLen, 0), cons.String(), max(pg.Need, 1))
 	for _, k := range pg.Keys {
 		sk, sf := c.superSlot(k)
 		keys = append(keys, sk)
@@ -164,32 +206,28 @@ func (c *Crawl) CheckAndAdd(ctx context.Context, pg *IndexPage, considered []uin
 	case int64(0):
 		return Result{Added: true}, nil
 	case int64(1):
-		orig, err := strconv.ParseUint(fmt.Sprint(reply[1]), 10, 64)
-		if err != nil {
-			return Result{}, fmt.Errorf("redisstate: check-and-add: bad id %v", reply[1])
+		var orig Candidate
+		rec, _ := reply[1].(string)
+		if err := decodeRecord(rec, &orig); err != nil {
+			return Result{}, fmt.Errorf("redisstate: check-and-add: exact duplicate: %w", err)
 		}
-		if orig == pg.ID { // a retried call whose first run added the page
+		if orig.ID == pg.ID { // a retried call whose first run added the page
 			return Result{Added: true}, nil
 		}
-		return Result{Exact: orig}, nil
+		return Result{Exact: orig.ID}, nil
 	}
 	var r Result
 	for i := 1; i+1 < len(reply); i += 2 {
-		id, err := strconv.ParseUint(fmt.Sprint(reply[i]), 10, 64)
-		if err != nil {
-			return Result{}, fmt.Errorf("redisstate: check-and-add: bad candidate id %v", reply[i])
+		cd := Candidate{slot: fmt.Sprint(reply[i])}
+		rec, _ := reply[i+1].(string)
+		if err := decodeRecord(rec, &cd); err != nil {
+			return Result{}, fmt.Errorf("redisstate: check-and-add: candidate %s: %w", cd.slot, err)
 		}
-		if id == pg.ID {
+		if cd.ID == pg.ID {
 			// A retried call whose first run added the page finds it
 			// through its own keys (its exact fingerprint matched
 			// first, unless another page has the same one).
 			continue
-		}
-		rec, _ := reply[i+1].(string)
-		cd := Candidate{ID: id}
-		if len(rec) == recordSize {
-			cd.Sketch = []byte(rec[:recordSamples])
-			cd.Simhash = binary.BigEndian.Uint64([]byte(rec[recordSamples:]))
 		}
 		r.Candidates = append(r.Candidates, cd)
 	}
@@ -208,7 +246,7 @@ type Settle func(cands []Candidate) (original uint64, ok bool)
 // original), exact an exact one; both false means pg was added. It gives up
 // (an error) after maxRounds calls, each of which found new candidates.
 func (c *Crawl) Decide(ctx context.Context, pg *IndexPage, settle Settle, o DedupOptions) (exact, near bool, original uint64, err error) {
-	var considered []uint64
+	var considered []Candidate
 	const maxRounds = 8
 	for round := 0; round < maxRounds; round++ {
 		r, err := c.CheckAndAdd(ctx, pg, considered, o)
@@ -224,9 +262,7 @@ func (c *Crawl) Decide(ctx context.Context, pg *IndexPage, settle Settle, o Dedu
 		if orig, ok := settle(r.Candidates); ok {
 			return false, true, orig, nil
 		}
-		for _, cd := range r.Candidates {
-			considered = append(considered, cd.ID)
-		}
+		considered = append(considered, r.Candidates...)
 	}
 	return false, false, 0, fmt.Errorf("redisstate: page %d: new candidates in each of %d rounds", pg.ID, maxRounds)
 }

@@ -142,42 +142,50 @@ return 1
 `)
 
 // checkAndAddScript is the duplicate index's check-and-add (dedup.go).
-// KEYS: exact bucket, record bucket of id, stream, supershingle buckets...
+// KEYS: exact bucket, slot counter, stream, supershingle buckets...
 // ARGV: exact field, id, record, record key prefix, record bucket mask,
-// max candidates, stream length, considered ids (comma separated, with
-// commas around: ",3,8,"), supershingle fields (one per supershingle key).
-// Returns {1, original} for an exact duplicate; {2, id, record, ...} for
-// candidates not considered yet (nothing added); {0} when id was added.
+// max candidates, stream length, considered slots (comma separated, with
+// commas around: ",3,8,"), need (keys a page must share to be a candidate),
+// supershingle fields (one per key).
+// Returns {1, record} for an exact duplicate; {2, slot, record, ...} for
+// candidates not considered yet (nothing added); {0} when the page was added.
 var checkAndAddScript = redis.NewScript(`#!lua
+local mask = tonumber(ARGV[5])
+local function record(slot)
+  return redis.call('HGET', ARGV[4] .. (tonumber(slot) % (mask + 1)), slot) or ''
+end
 local ex = redis.call('HGET', KEYS[1], ARGV[1])
-if ex then return {1, ex} end
+if ex then return {1, record(ex)} end
 local considered = ARGV[8]
 local maxc = tonumber(ARGV[6])
-local mask = tonumber(ARGV[5])
+local need = tonumber(ARGV[9])
 local out = {2}
-local seen = {}
+local count = {}
 local nsup = #KEYS - 3
+local vals = {}
 for i = 1, nsup do
-  local v = redis.call('HGET', KEYS[3 + i], ARGV[8 + i])
+  local v = redis.call('HGET', KEYS[3 + i], ARGV[9 + i])
+  vals[i] = v
   if v then
-    for id in string.gmatch(v, '[^,]+') do
-      if not seen[id] and not string.find(considered, ',' .. id .. ',', 1, true) then
-        seen[id] = true
-        local rec = redis.call('HGET', ARGV[4] .. (tonumber(id) % (mask + 1)), id)
-        table.insert(out, id)
-        table.insert(out, rec or '')
+    for slot in string.gmatch(v, '[^,]+') do
+      local n = (count[slot] or 0) + 1
+      count[slot] = n
+      if n == need and not string.find(considered, ',' .. slot .. ',', 1, true) then
+        table.insert(out, slot)
+        table.insert(out, record(slot))
         if #out > 2 * maxc then return out end
       end
     end
   end
 end
 if #out > 1 then return out end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+local slot = redis.call('INCR', KEYS[2])
+redis.call('HSET', KEYS[1], ARGV[1], slot)
+redis.call('HSET', ARGV[4] .. (slot % (mask + 1)), slot, ARGV[3])
 for i = 1, nsup do
-  local v = redis.call('HGET', KEYS[3 + i], ARGV[8 + i])
-  if v then v = v .. ',' .. ARGV[2] else v = ARGV[2] end
-  redis.call('HSET', KEYS[3 + i], ARGV[8 + i], v)
+  local v = vals[i]
+  if v then v = v .. ',' .. slot else v = slot end
+  redis.call('HSET', KEYS[3 + i], ARGV[9 + i], v)
 end
 if tonumber(ARGV[7]) > 0 then
   redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[7], '*', 'r', ARGV[2] .. ' ' .. string.sub(ARGV[3], -8))

@@ -41,13 +41,18 @@ import (
 type Options struct {
 	Partitions int // host partitions (leased to workers); default 256
 	// Capacity is the number of URLs the crawl is sized for: seen-set
-	// buckets are made so that each holds about 64 entries at capacity
-	// (Redis keeps a hash of up to hash-max-listpack-entries = 128 entries
-	// as a compact listpack; past it, a hash costs about 5x more per entry).
+	// buckets are made so that each holds 64 to 128 entries at capacity
+	// (Redis keeps a hash of up to hash-max-listpack-entries entries as a
+	// compact listpack, 256 with EnsureServerConfig; past it, a hash costs
+	// about 5x more per entry).
 	Capacity int64 // default 10 million
 	// Pages is the number of unique pages the duplicate index is sized for
 	// (default Capacity/10).
 	Pages int64
+	// KeysPerPage is the number of supershingle keys a page has in the
+	// index (IndexPage.Keys), for sizing: 6 (AltaVista's supershingles,
+	// the default) or 15 (C(6,2) or C(6,4) subset keys).
+	KeysPerPage int
 }
 
 func (o Options) withDefaults() Options {
@@ -60,12 +65,18 @@ func (o Options) withDefaults() Options {
 	if o.Pages <= 0 {
 		o.Pages = max(o.Capacity/10, 1)
 	}
+	if o.KeysPerPage <= 0 {
+		o.KeysPerPage = 6
+	}
 	return o
 }
 
-// entriesPerBucket is the mean bucket size at capacity: under Redis's default
-// listpack limit (128) with a Poisson tail that never reaches it.
-const entriesPerBucket = 64
+// entriesPerBucket is the largest mean bucket size at capacity (the buckets
+// are a power of two, so the mean is 64 to 128): under the listpack limit
+// that EnsureServerConfig sets (256) with a Poisson tail that does not reach
+// it even at twice the capacity (P(X > 256) < 1e-20 at a mean of 128, 1e-5 at
+// 180).
+const entriesPerBucket = 128
 
 // Crawl is one crawl's shared state in Redis. Safe for concurrent use.
 type Crawl struct {
@@ -77,7 +88,6 @@ type Crawl struct {
 	exactBkts   int // power of two
 	superBkts   int // power of two
 	recordBkts  int // power of two
-	keysPerPage int // supershingle keys per page (C(K,R)), for sizing
 
 }
 
@@ -95,7 +105,7 @@ func Open(ctx context.Context, rdb redis.UniversalClient, name string, o Options
 		"partitions":   o.Partitions,
 		"seen_buckets": pow2(o.Capacity / int64(o.Partitions) / entriesPerBucket),
 		"exact_bkts":   pow2(o.Pages / entriesPerBucket),
-		"super_bkts":   pow2(o.Pages * 15 / entriesPerBucket),
+		"super_bkts":   pow2(o.Pages * int64(o.KeysPerPage) / entriesPerBucket),
 		"record_bkts":  pow2(o.Pages / entriesPerBucket),
 	}
 	pipe := rdb.TxPipeline()
@@ -149,27 +159,35 @@ func (c *Crawl) idsKey() string     { return "hs:{" + c.name + "}:ids" }
 func (c *Crawl) partTag(p int) string {
 	return "hs:{" + c.name + "/p" + strconv.Itoa(p) + "}:"
 }
-func (c *Crawl) dedupTag() string      { return "hs:{" + c.name + "/d}:" }
+func (c *Crawl) dedupTag() string       { return "hs:{" + c.name + "/d}:" }
 func (c *Crawl) ipKey(ip string) string { return "hs:{" + c.name + "/i" + ip + "}" }
 
-// EnsureServerConfig raises hash-max-listpack-value to 128 bytes when it is
-// lower (Redis's default is 64): the duplicate index's page records are 92
-// bytes, and a hash holding a larger value than the limit leaves the compact
-// listpack encoding, at about 5x the memory per entry. It reports whether it
-// changed the setting. Managed services that refuse CONFIG need it set in
-// their configuration instead (docs/SCALE.md).
+// EnsureServerConfig raises two listpack limits of the server when they are
+// lower: hash-max-listpack-value to 128 bytes (Redis's default is 64; the
+// duplicate index's page records are 98 bytes) and hash-max-listpack-entries
+// to 256 (default 128; the buckets hold up to 128 on average). A hash past
+// either limit leaves the compact listpack encoding, at about 5x the memory
+// per entry. It reports whether it changed a setting. Managed services that
+// refuse CONFIG need them set in their configuration (docs/SCALE.md).
 func EnsureServerConfig(ctx context.Context, rdb redis.UniversalClient) (bool, error) {
-	v, err := rdb.ConfigGet(ctx, "hash-max-listpack-value").Result()
-	if err != nil {
-		return false, wrap("config get", err)
+	changed := false
+	for _, s := range []struct {
+		name string
+		min  int
+	}{{"hash-max-listpack-value", 128}, {"hash-max-listpack-entries", 256}} {
+		v, err := rdb.ConfigGet(ctx, s.name).Result()
+		if err != nil {
+			return false, wrap("config get", err)
+		}
+		if n, _ := strconv.Atoi(v[s.name]); n >= s.min {
+			continue
+		}
+		if err := rdb.ConfigSet(ctx, s.name, strconv.Itoa(s.min)).Err(); err != nil {
+			return false, wrap("config set", err)
+		}
+		changed = true
 	}
-	if n, _ := strconv.Atoi(v["hash-max-listpack-value"]); n >= recordSize {
-		return false, nil
-	}
-	if err := rdb.ConfigSet(ctx, "hash-max-listpack-value", "128").Err(); err != nil {
-		return false, wrap("config set", err)
-	}
-	return true, nil
+	return changed, nil
 }
 
 // ErrUnavailable is what every *UnavailableError is (errors.Is).
@@ -187,7 +205,7 @@ type UnavailableError struct {
 func (e *UnavailableError) Error() string {
 	return fmt.Sprintf("redis %s: %s (%v); pausing until it accepts writes again", e.Op, e.Reason, e.Err)
 }
-func (e *UnavailableError) Unwrap() error      { return e.Err }
+func (e *UnavailableError) Unwrap() error        { return e.Err }
 func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
 
 // wrap classifies err of operation op: refusals that pass become

@@ -139,7 +139,10 @@ func TestEnqueueOnceAcrossWorkers(t *testing.T) {
 func page(id uint64, content int, keys int) *IndexPage {
 	pg := &IndexPage{ID: id, Exact: uint64(content)*0x9e3779b97f4a7c15 + 1, Simhash: uint64(content)}
 	for i := 0; i < keys; i++ {
-		pg.Keys = append(pg.Keys, mix(uint64(content)<<8|uint64(i)))
+		pg.Keys = append(pg.Keys, SuperKey(i, mix(uint64(content)<<8|uint64(i))))
+	}
+	if keys == 6 {
+		pg.Need = 2 // AltaVista: 2 of 6 supershingles
 	}
 	for i := 0; i < recordSamples; i++ {
 		pg.Sketch = append(pg.Sketch, mix(uint64(content)<<16|uint64(i)))
@@ -180,9 +183,13 @@ func TestCheckAndAddRace(t *testing.T) {
 	for i := range crawls {
 		crawls[i] = openOn(t, srv, Options{})
 	}
-	for _, near := range []bool{false, true} {
+	for _, tc := range []struct {
+		near bool
+		keys int
+	}{{false, 15}, {true, 15}, {false, 6}, {true, 6}} {
+		near := tc.near
 		for r := 0; r < rounds; r++ {
-			content := r + 1
+			content := r + 1 + 10000*tc.keys
 			if near {
 				content += 1000
 			}
@@ -198,7 +205,7 @@ func TestCheckAndAddRace(t *testing.T) {
 				wg.Add(1)
 				go func(w int) {
 					defer wg.Done()
-					pg := page(uint64(content*100+w+1), content, 15)
+					pg := page(uint64(content*100+w+1), content, tc.keys)
 					if near {
 						pg.Exact += uint64(w) // different bytes, same shingles
 					}
@@ -247,12 +254,28 @@ func TestCheckAndAddRace(t *testing.T) {
 	if e := r.Candidates[0].Estimate(other.Sketch); e != 1 {
 		t.Fatalf("the candidate's stored sketch estimates %v against its own", e)
 	}
-	if r, err = c.CheckAndAdd(ctx, half, []uint64{other.ID}, DedupOptions{}); err != nil || !r.Added {
+	if r, err = c.CheckAndAdd(ctx, half, r.Candidates, DedupOptions{}); err != nil || !r.Added {
 		t.Fatalf("second call: %+v %v", r, err)
+	}
+	// With 6 supershingle keys of which 2 must agree, one shared key makes
+	// no candidate, two do.
+	six := page(999_997, 7777, 6)
+	if ex, nr, _, err := c.Decide(ctx, six, settleAt(six, 0.9), DedupOptions{}); err != nil || ex || nr {
+		t.Fatalf("a 6-key page: exact %v near %v err %v", ex, nr, err)
+	}
+	one := page(999_996, 7778, 6)
+	one.Keys[3] = six.Keys[3]
+	if r, err := c.CheckAndAdd(ctx, one, nil, DedupOptions{}); err != nil || !r.Added {
+		t.Fatalf("one key of 6 shared (need 2): %+v %v", r, err)
+	}
+	two := page(999_995, 7779, 6)
+	two.Keys[1], two.Keys[4] = six.Keys[1], six.Keys[4]
+	if r, err := c.CheckAndAdd(ctx, two, nil, DedupOptions{}); err != nil || len(r.Candidates) != 1 || r.Candidates[0].ID != six.ID {
+		t.Fatalf("two keys of 6 shared (need 2): %+v %v", r, err)
 	}
 	// The stream feeds the new pages' simhashes in order.
 	ids, sims, _, err := c.NewPages(ctx, "0", 1000)
-	if err != nil || len(ids) != 2*rounds+2 || ids[len(ids)-1] != half.ID || sims[len(ids)-1] != half.Simhash {
+	if err != nil || len(ids) != 4*rounds+4 || ids[len(ids)-1] != one.ID || sims[len(ids)-1] != one.Simhash {
 		t.Fatalf("stream: %d entries, last %v, err %v", len(ids), ids[len(ids)-1:], err)
 	}
 }
