@@ -87,6 +87,7 @@ func BenchmarkPage(b *testing.B) {
 	}
 	defer m.Leave(ctx)
 	r := rand.New(rand.NewPCG(1, 1))
+	cpu0 := redisCPU(b, c)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		it, raw, ok, err := m.Pop(ctx, "www.a.example.com")
@@ -118,4 +119,27 @@ func BenchmarkPage(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	b.StopTimer()
+	// The server's CPU (user + sys) per page: how many pages per second
+	// one Redis core serves, whatever the load on the clients.
+	b.ReportMetric((redisCPU(b, c)-cpu0)*1e6/float64(b.N), "redis-cpu-µs/page")
+}
+
+// redisCPU is the server's used_cpu_user + used_cpu_sys, in seconds.
+func redisCPU(b *testing.B, c *Crawl) float64 {
+	info, err := c.Client().Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for _, line := range splitLines(info) {
+		var v float64
+		if n, _ := fmt.Sscanf(line, "used_cpu_user:%f", &v); n == 1 {
+			total += v
+		}
+		if n, _ := fmt.Sscanf(line, "used_cpu_sys:%f", &v); n == 1 {
+			total += v
+		}
+	}
+	return total
 }

@@ -50,8 +50,9 @@ func (c *Crawl) Commit(ctx context.Context, m *Member, ids *IDs, it *frontier.It
 // MULTI/EXEC transaction, loading the scripts once if Redis lost them.
 func (c *Crawl) enqueuedAfter(ctx context.Context, ids *IDs, links []frontier.Item, tail func(redis.Pipeliner)) ([]bool, error) {
 	for attempt := 0; ; attempt++ {
+		var order [][]int
 		cmds, err := c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			c.enqueueCmds(ctx, p, links)
+			order = c.enqueueCmds(ctx, p, links)
 			if tail != nil {
 				tail(p)
 			}
@@ -69,6 +70,6 @@ func (c *Crawl) enqueuedAfter(ctx context.Context, ids *IDs, links []frontier.It
 		if err != nil {
 			return nil, wrap("commit", err)
 		}
-		return c.enqueued(ids, links, cmds[:len(links)])
+		return c.enqueued(ids, links, order, cmds[:len(order)])
 	}
 }

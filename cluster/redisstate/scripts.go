@@ -15,17 +15,27 @@ import (
 // derives (a host's queue, a candidate's record) are in the same slot as its
 // declared keys.
 
-// enqueueScript marks one URL seen and queues it, unless it was seen.
-// KEYS: seen bucket, host queue, partition host set.
-// ARGV: field (URL fingerprint), id, item, host.
-// Returns {1, id} when queued, {0, existing id} when it was seen.
+// enqueueScript marks URLs of one partition seen and queues them, each
+// unless it was seen. KEYS: the partition's host set, then per URL its seen
+// bucket and its host's queue. ARGV: per URL its field (fingerprint), id,
+// item and host. Returns per URL 1, id when queued, or 0, the existing id.
 var enqueueScript = redis.NewScript(`#!lua
-local old = redis.call('HGET', KEYS[1], ARGV[1])
-if old then return {0, old} end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('RPUSH', KEYS[2], ARGV[3])
-redis.call('SADD', KEYS[3], ARGV[4])
-return {1, ARGV[2]}
+local out = {}
+for i = 0, #ARGV / 4 - 1 do
+  local seen, field, id = KEYS[2 + 2*i], ARGV[1 + 4*i], ARGV[2 + 4*i]
+  local old = redis.call('HGET', seen, field)
+  if old then
+    out[#out + 1] = 0
+    out[#out + 1] = old
+  else
+    redis.call('HSET', seen, field, id)
+    redis.call('RPUSH', KEYS[3 + 2*i], ARGV[3 + 4*i])
+    redis.call('SADD', KEYS[1], ARGV[4 + 4*i])
+    out[#out + 1] = 1
+    out[#out + 1] = id
+  end
+end
+return out
 `)
 
 // markScript marks one URL seen without queueing it (HSETNX, then the id).

@@ -90,7 +90,8 @@ func (a *IDs) Put(id uint64) {
 }
 
 // Enqueue marks each item's URL seen and queues it, atomically per URL (one
-// script), all in one pipeline: one round trip for a page's links. Items get
+// script call per partition the items fall in), all in one pipeline: one
+// round trip for a page's links. Items get
 // a fresh id from ids; added[i] reports whether items[i] was queued, and an
 // item that was seen before gets its URL's existing id instead. items[i].Host
 // is filled in (frontier.HostKey) when empty.
@@ -108,36 +109,67 @@ func (c *Crawl) Enqueue(ctx context.Context, ids *IDs, items []frontier.Item) (a
 	}
 	// On an error the ids are not given back: a script whose reply was lost
 	// may have stored its id.
-	cmds, err := c.pipelined(ctx, "enqueue", func(p redis.Pipeliner) { c.enqueueCmds(ctx, p, items) })
+	var order [][]int
+	cmds, err := c.pipelined(ctx, "enqueue", func(p redis.Pipeliner) { order = c.enqueueCmds(ctx, p, items) })
 	if err != nil {
 		return nil, err
 	}
-	return c.enqueued(ids, items, cmds)
+	return c.enqueued(ids, items, order, cmds)
 }
 
-func (c *Crawl) enqueueCmds(ctx context.Context, p redis.Pipeliner, items []frontier.Item) {
+// enqueueCmds adds to p one enqueueScript call per partition that items
+// fall in; order gives, for each call, the indexes of its items.
+func (c *Crawl) enqueueCmds(ctx context.Context, p redis.Pipeliner, items []frontier.Item) (order [][]int) {
+	byPart := map[int]int{} // partition -> index in order
 	for i := range items {
-		it := &items[i]
-		key, field := c.seenSlot(it.Host, it.URL)
-		part := c.PartitionOf(it.Host)
-		enqueueScript.EvalSha(ctx, p, []string{key, c.queueKey(part, it.Host), c.hostsKey(part)},
-			field, it.ID, EncodeItem(it), it.Host)
+		part := c.PartitionOf(items[i].Host)
+		j, ok := byPart[part]
+		if !ok {
+			j = len(order)
+			byPart[part] = j
+			order = append(order, nil)
+		}
+		order[j] = append(order[j], i)
 	}
+	for _, idx := range order {
+		part := c.PartitionOf(items[idx[0]].Host)
+		keys := make([]string, 0, 1+2*len(idx))
+		args := make([]any, 0, 4*len(idx))
+		keys = append(keys, c.hostsKey(part))
+		for _, i := range idx {
+			it := &items[i]
+			key, field := c.seenSlot(it.Host, it.URL)
+			keys = append(keys, key, c.queueKey(part, it.Host))
+			args = append(args, field, it.ID, EncodeItem(it), it.Host)
+		}
+		enqueueScript.EvalSha(ctx, p, keys, args...)
+	}
+	return order
 }
 
-// enqueued reads enqueueCmds' replies (cmds: one per item).
-func (c *Crawl) enqueued(ids *IDs, items []frontier.Item, cmds []redis.Cmder) (added []bool, err error) {
-	added = make([]bool, len(items))
-	for i, cmd := range cmds {
-		isNew, id, err := pairResult(cmd.(*redis.Cmd))
+// enqueued reads enqueueCmds' replies (cmds: one per partition of order).
+func (c *Crawl) enqueued(ids *IDs, items []frontier.Item, order [][]int, cmds []redis.Cmder) ([]bool, error) {
+	added := make([]bool, len(items))
+	for j, cmd := range cmds {
+		v, err := cmd.(*redis.Cmd).Slice()
 		if err != nil {
-			return nil, fmt.Errorf("redisstate: enqueue %s: %w", items[i].URL, err)
+			return nil, err
 		}
-		if !isNew {
-			ids.Put(items[i].ID)
-			items[i].ID = id
+		if len(v) != 2*len(order[j]) {
+			return nil, fmt.Errorf("redisstate: enqueue: %d replies for %d URLs", len(v)/2, len(order[j]))
 		}
-		added[i] = isNew
+		for k, i := range order[j] {
+			isNew := v[2*k] == int64(1)
+			id, err := strconv.ParseUint(fmt.Sprint(v[2*k+1]), 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("redisstate: enqueue %s: bad id %v", items[i].URL, v[2*k+1])
+			}
+			if !isNew {
+				ids.Put(items[i].ID)
+				items[i].ID = id
+			}
+			added[i] = isNew
+		}
 	}
 	return added, nil
 }
