@@ -33,7 +33,12 @@ func (c *Crawl) Commit(ctx context.Context, m *Member, ids *IDs, it *frontier.It
 		doneScript.EvalSha(ctx, p, []string{c.inflightKey(c.PartitionOf(it.Host))}, raw)
 	}
 	if _, cluster := c.rdb.(*redis.ClusterClient); cluster {
-		if added, err = c.enqueuedAfter(ctx, ids, links, nil); err != nil {
+		var order [][]int
+		cmds, err := c.pipelined(ctx, "commit", func(p redis.Pipeliner) { order = c.enqueueCmds(ctx, p, links) })
+		if err != nil {
+			return nil, err
+		}
+		if added, err = c.enqueued(ids, links, order, cmds); err != nil {
 			return nil, err
 		}
 		if _, err := c.pipelined(ctx, "done", done); err != nil {
@@ -46,16 +51,14 @@ func (c *Crawl) Commit(ctx context.Context, m *Member, ids *IDs, it *frontier.It
 	return added, nil
 }
 
-// enqueuedAfter runs links' enqueue scripts and then tail (if any) in one
-// MULTI/EXEC transaction, loading the scripts once if Redis lost them.
+// enqueuedAfter runs links' enqueue scripts and then tail in one MULTI/EXEC
+// transaction, loading the scripts once if Redis lost them.
 func (c *Crawl) enqueuedAfter(ctx context.Context, ids *IDs, links []frontier.Item, tail func(redis.Pipeliner)) ([]bool, error) {
 	for attempt := 0; ; attempt++ {
 		var order [][]int
 		cmds, err := c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			order = c.enqueueCmds(ctx, p, links)
-			if tail != nil {
-				tail(p)
-			}
+			tail(p)
 			return nil
 		})
 		if err == nil {

@@ -184,3 +184,62 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// Cluster is a Redis Cluster of real redis-servers (masters only), made with
+// redis-cli --cluster create.
+type Cluster struct {
+	Servers []*Server
+}
+
+// StartCluster starts n (>= 3) cluster-enabled servers for tb and joins them
+// into one cluster; they stop at tb's cleanup.
+func StartCluster(tb testing.TB, n int) *Cluster {
+	tb.Helper()
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		testtools.Missing(tb, "redis-cli is not installed (Debian: apt-get install redis-tools): %v", err)
+	}
+	cl := &Cluster{}
+	var addrs []string
+	for i := 0; i < n; i++ {
+		s := Start(tb, Options{NoPersistence: true, Args: []string{
+			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000"}})
+		cl.Servers = append(cl.Servers, s)
+		addrs = append(addrs, s.Addr)
+	}
+	args := append([]string{"--cluster", "create"}, addrs...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
+		tb.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
+	}
+	// Every node must see the cluster ok (the first to do so is not enough:
+	// another may still answer CLUSTERDOWN).
+	deadline := time.Now().Add(20 * time.Second)
+	for _, addr := range addrs {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		for {
+			info, err := c.ClusterInfo(context.Background()).Result()
+			if err == nil && strings.Contains(info, "cluster_state:ok") {
+				break
+			}
+			if time.Now().After(deadline) {
+				c.Close()
+				tb.Fatalf("redistest: cluster not ok at %s within 20s: %v %s", addr, err, info)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		c.Close()
+	}
+	return cl
+}
+
+// Client returns a cluster client, closed at tb's cleanup.
+func (cl *Cluster) Client(tb testing.TB) *redis.ClusterClient {
+	var addrs []string
+	for _, s := range cl.Servers {
+		addrs = append(addrs, s.Addr)
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
