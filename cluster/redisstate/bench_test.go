@@ -23,6 +23,7 @@ func BenchmarkEnqueue(b *testing.B) {
 	ctx := context.Background()
 	var next atomic.Int64
 	b.SetParallelism(2) // 2 x GOMAXPROCS clients
+	cpu0 := redisCPU(b, c)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		ids := c.NewIDs()
@@ -43,6 +44,8 @@ func BenchmarkEnqueue(b *testing.B) {
 		}
 		flush()
 	})
+	b.StopTimer()
+	b.ReportMetric((redisCPU(b, c)-cpu0)*1e6/float64(b.N), "redis-cpu-µs/op")
 }
 
 // BenchmarkCheckAndAdd: distinct pages added to the duplicate index (6 keys,
@@ -53,6 +56,7 @@ func BenchmarkCheckAndAdd(b *testing.B) {
 	ctx := context.Background()
 	var next atomic.Uint64
 	b.SetParallelism(2)
+	cpu0 := redisCPU(b, c)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		r := rand.New(rand.NewPCG(next.Add(1<<40), 1))
@@ -69,6 +73,8 @@ func BenchmarkCheckAndAdd(b *testing.B) {
 			}
 		}
 	})
+	b.StopTimer()
+	b.ReportMetric((redisCPU(b, c)-cpu0)*1e6/float64(b.N), "redis-cpu-µs/op")
 }
 
 // BenchmarkPage: one page's shared-state cycle as a worker runs it, one

@@ -310,7 +310,8 @@ func (m *Member) take(ctx context.Context, share int, ttl int64) error {
 	}
 	res, err := c.pipelined(ctx, "acquire leases", func(p redis.Pipeliner) {
 		for _, part := range free {
-			acquireScript.EvalSha(ctx, p, []string{c.leaseKey(part), c.epochKey(part), c.inflightKey(part), c.hostsKey(part)},
+			acquireScript.EvalSha(ctx, p, []string{c.leaseKey(part), c.epochKey(part), c.inflightKey(part), c.hostsKey(part),
+				c.robotsKey(part)},
 				m.id, ttl, c.queuePrefix(part))
 		}
 	})

@@ -50,7 +50,8 @@ func (c *Crawl) ReleaseIP(ctx context.Context, r *Reservation, gap time.Duration
 // Robots.txt entries per host, in the host's partition (hash r): fetched once
 // per host and lease. An entry carries the lease epoch it was fetched under;
 // Robots returns it only to a holder of the same epoch, so a new holder of
-// the partition fetches robots.txt again, once.
+// the partition fetches robots.txt again, once. Taking a lease deletes the
+// last lease's entries (acquireScript).
 
 // RobotsEntry is a host's robots.txt as fetched.
 type RobotsEntry struct {

@@ -62,14 +62,18 @@ end
 `
 
 // acquireScript takes a partition's lease if nobody holds it, with a new
-// epoch, and puts back in the queues what the last holder had in flight.
-// KEYS: lease, epoch, in-flight hash, host set.
+// epoch, and puts back in the queues what the last holder had in flight. The
+// robots.txt entries of the last lease go: robots.txt is fetched once per host
+// and lease, so they would not be used again (and Redis holds only the
+// entries of hosts crawled under the leases now held).
+// KEYS: lease, epoch, in-flight hash, host set, robots hash.
 // ARGV: worker, ttl ms, queue key prefix.
 // Returns {epoch, items requeued}, or {0, 0} when the lease is held.
 var acquireScript = redis.NewScript(`#!lua` + requeueAll + `
 if redis.call('EXISTS', KEYS[1]) == 1 then return {0, 0} end
 local epoch = redis.call('INCR', KEYS[2])
 redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. epoch, 'PX', ARGV[2])
+redis.call('DEL', KEYS[5])
 local n = requeue(KEYS[3], KEYS[4], ARGV[3])
 return {epoch, n}
 `)

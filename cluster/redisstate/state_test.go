@@ -469,6 +469,9 @@ func TestRobotsOncePerLease(t *testing.T) {
 	if _, ok, _ := c.Robots(ctx, l2, "a.example"); ok {
 		t.Fatal("the entry of the last lease is served under the new one")
 	}
+	if n, err := c.Client().Exists(ctx, c.robotsKey(l.Partition)).Result(); err != nil || n != 0 {
+		t.Fatalf("the last lease's entries are kept: %v %v", n, err)
+	}
 }
 
 // When Redis reaches maxmemory, writes are refused with an UnavailableError
