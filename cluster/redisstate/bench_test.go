@@ -100,7 +100,7 @@ func BenchmarkPage(b *testing.B) {
 		if err != nil || !ok {
 			b.Fatalf("pop: %v %v", ok, err)
 		}
-		res, _, err := c.ReserveIP(ctx, "127.0.0.1", "w", time.Minute)
+		res, _, _, err := c.ReserveIP(ctx, "127.0.0.1", "w", time.Minute)
 		if err != nil || res == nil {
 			b.Fatalf("reserve: %v", err)
 		}

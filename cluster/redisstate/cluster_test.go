@@ -94,7 +94,7 @@ func TestRedisCluster(t *testing.T) {
 	if r, err := c.CheckAndAdd(ctx, cp, nil, DedupOptions{}); err != nil || r.Exact != it.ID {
 		t.Fatalf("check-and-add of a copy: %+v %v", r, err)
 	}
-	res, _, err := c.ReserveIP(ctx, "10.1.2.3", "w", time.Second)
+	res, _, _, err := c.ReserveIP(ctx, "10.1.2.3", "w", time.Second)
 	if err != nil || res == nil {
 		t.Fatalf("reserve: %v", err)
 	}

@@ -24,21 +24,22 @@ type Reservation struct {
 
 // ReserveIP takes ip's clock for at most hold (the longest a request may take:
 // a worker that dies holding it blocks the IP that long). It returns the
-// reservation, or how long to wait when the IP is busy or its gap not over.
-func (c *Crawl) ReserveIP(ctx context.Context, ip, token string, hold time.Duration) (*Reservation, time.Duration, error) {
+// reservation, or how long to wait when the IP's gap is not over, or, when
+// another request holds the IP, how long that hold may last at most (held).
+func (c *Crawl) ReserveIP(ctx context.Context, ip, token string, hold time.Duration) (r *Reservation, wait time.Duration, held bool, err error) {
 	v, err := c.run(ctx, "reserve ip", ipReserveScript, []string{c.ipKey(ip)}, max(hold.Milliseconds(), 1), token)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, err
 	}
-	r, ok := v.([]any)
-	if !ok || len(r) != 2 {
-		return nil, 0, fmt.Errorf("redisstate: reserve ip: unexpected reply %v", v)
+	rep, ok := v.([]any)
+	if !ok || len(rep) != 3 {
+		return nil, 0, false, fmt.Errorf("redisstate: reserve ip: unexpected reply %v", v)
 	}
-	if r[0] == int64(1) {
-		return &Reservation{ip: ip, token: token}, 0, nil
+	if rep[0] == int64(1) {
+		return &Reservation{ip: ip, token: token}, 0, false, nil
 	}
-	wait, _ := r[1].(int64)
-	return nil, time.Duration(wait) * time.Millisecond, nil
+	ms, _ := rep[1].(int64)
+	return nil, time.Duration(ms) * time.Millisecond, rep[2] == int64(1), nil
 }
 
 // ReleaseIP ends a reservation: the IP's next request waits gap from now.

@@ -125,20 +125,26 @@ return 1
 
 // ipReserveScript takes an IP's politeness clock if it is free: it holds it
 // for hold ms (until the request is released, or the hold runs out when the
-// worker died). Redis's clock (TIME) is the one clock of every worker.
+// worker died). Redis's clock (TIME) is the one clock of every worker. The
+// value is "next-allowed-ms H|G token": H while a request holds it, G for the
+// gap after one.
 // KEYS: the IP's key. ARGV: hold ms, token.
-// Returns {1, 0} when reserved, {0, ms to wait} when not.
+// Returns {1, 0, 0} when reserved, {0, ms to wait, 1 if held} when not.
 var ipReserveScript = redis.NewScript(`#!lua
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local v = redis.call('GET', KEYS[1])
 if v then
-  local at = tonumber(string.match(v, '^(%d+)'))
-  if at > now then return {0, at - now} end
+  local at, kind = string.match(v, '^(%d+) (%a)')
+  at = tonumber(at)
+  if at > now then
+    if kind == 'H' then return {0, at - now, 1} end
+    return {0, at - now, 0}
+  end
 end
 local hold = tonumber(ARGV[1])
-redis.call('SET', KEYS[1], (now + hold) .. ' ' .. ARGV[2], 'PX', hold)
-return {1, 0}
+redis.call('SET', KEYS[1], (now + hold) .. ' H ' .. ARGV[2], 'PX', hold)
+return {1, 0, 0}
 `)
 
 // ipReleaseScript ends a reservation: the IP is free again gap ms from now.
@@ -146,12 +152,12 @@ return {1, 0}
 // KEYS: the IP's key. ARGV: gap ms, token. Returns 1, or 0 if not held.
 var ipReleaseScript = redis.NewScript(`#!lua
 local v = redis.call('GET', KEYS[1])
-if v and string.match(v, ' (.*)$') ~= ARGV[2] then return 0 end
+if v and string.match(v, '^%d+ %a (.*)$') ~= ARGV[2] then return 0 end
 local gap = tonumber(ARGV[1])
 if gap <= 0 then redis.call('DEL', KEYS[1]) return 1 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('SET', KEYS[1], (now + gap) .. ' ' .. ARGV[2], 'PX', gap)
+redis.call('SET', KEYS[1], (now + gap) .. ' G ' .. ARGV[2], 'PX', gap)
 return 1
 `)
 

@@ -400,23 +400,23 @@ func TestIPClockAcrossWorkers(t *testing.T) {
 	srv, c1 := open(t, Options{}, redistest.Options{})
 	c2 := openOn(t, srv, Options{})
 	ctx := context.Background()
-	r1, wait, err := c1.ReserveIP(ctx, "10.0.0.1", "w1", 5*time.Second)
+	r1, wait, _, err := c1.ReserveIP(ctx, "10.0.0.1", "w1", 5*time.Second)
 	if err != nil || r1 == nil || wait != 0 {
 		t.Fatalf("first reserve: %v %v %v", r1, wait, err)
 	}
-	r2, wait, err := c2.ReserveIP(ctx, "10.0.0.1", "w2", 5*time.Second)
-	if err != nil || r2 != nil || wait < 4*time.Second {
+	r2, wait, held, err := c2.ReserveIP(ctx, "10.0.0.1", "w2", 5*time.Second)
+	if err != nil || r2 != nil || wait < 4*time.Second || !held {
 		t.Fatalf("reserve while held: %v wait %v %v", r2, wait, err)
 	}
 	if err := c1.ReleaseIP(ctx, r1, 300*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	r2, wait, err = c2.ReserveIP(ctx, "10.0.0.1", "w2", 5*time.Second)
-	if err != nil || r2 != nil || wait <= 0 || wait > 300*time.Millisecond {
+	r2, wait, held, err = c2.ReserveIP(ctx, "10.0.0.1", "w2", 5*time.Second)
+	if err != nil || r2 != nil || wait <= 0 || wait > 300*time.Millisecond || held {
 		t.Fatalf("reserve within the gap: %v wait %v %v", r2, wait, err)
 	}
 	time.Sleep(wait + 20*time.Millisecond)
-	r2, _, err = c2.ReserveIP(ctx, "10.0.0.1", "w2", 200*time.Millisecond)
+	r2, _, _, err = c2.ReserveIP(ctx, "10.0.0.1", "w2", 200*time.Millisecond)
 	if err != nil || r2 == nil {
 		t.Fatalf("reserve after the gap: %v %v", r2, err)
 	}
@@ -424,12 +424,12 @@ func TestIPClockAcrossWorkers(t *testing.T) {
 	if err := c1.ReleaseIP(ctx, r1, 0); err != nil {
 		t.Fatal(err)
 	}
-	if r, _, _ := c1.ReserveIP(ctx, "10.0.0.1", "w1", time.Second); r != nil {
+	if r, _, _, _ := c1.ReserveIP(ctx, "10.0.0.1", "w1", time.Second); r != nil {
 		t.Fatal("a stale release freed another worker's reservation")
 	}
 	// w2 dies holding it: free again after its 200 ms hold.
 	time.Sleep(250 * time.Millisecond)
-	if r, _, err := c1.ReserveIP(ctx, "10.0.0.1", "w1", time.Second); r == nil || err != nil {
+	if r, _, _, err := c1.ReserveIP(ctx, "10.0.0.1", "w1", time.Second); r == nil || err != nil {
 		t.Fatalf("a dead holder's reservation did not run out: %v", err)
 	}
 }
@@ -653,7 +653,7 @@ func TestRoundTripsPerPage(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("pop: %v %v", ok, err)
 		}
-		r, _, err := wc.ReserveIP(ctx, "127.0.0.1", "w", time.Minute)
+		r, _, _, err := wc.ReserveIP(ctx, "127.0.0.1", "w", time.Minute)
 		if err != nil || r == nil {
 			t.Fatal(err)
 		}
