@@ -150,3 +150,62 @@ func TestFrontierWorkerDiesMidFetch(t *testing.T) {
 		t.Fatalf("queued at the end: %d %v", q, err)
 	}
 }
+
+// Redis stops for 1.5 s in the middle of a crawl (longer than the leases'
+// TTL) and comes back with its append-only file: the workers wait (Next says
+// why through Err), take the partitions again and finish the crawl; every
+// URL is fetched, and at most the items in flight at the stop twice.
+func TestFrontierRedisRestart(t *testing.T) {
+	srv, c := open(t, Options{Partitions: 8, Capacity: 10_000}, redistest.Options{})
+	ctx := context.Background()
+	var urls []string
+	for i := 0; i < 80; i++ {
+		urls = append(urls, fmt.Sprintf("http://h%d.example/%d", i%8, i))
+	}
+	if _, err := c.Enqueue(ctx, c.NewIDs(), items(urls...)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []request)
+	go func() {
+		done <- crawlWorkers(t, srv, 2, 5*time.Millisecond, 5*time.Millisecond, func(h string) string { return "ip:" + h }, nil)
+	}()
+	time.Sleep(150 * time.Millisecond)
+	srv.Stop()
+	stopped := time.Now()
+	time.Sleep(1500 * time.Millisecond)
+	srv.Resume()
+	resumed := time.Now()
+	reqs := <-done
+	before, after := 0, 0
+	for _, r := range reqs {
+		if r.end.Before(stopped) {
+			before++
+		}
+		if r.start.After(resumed) {
+			after++
+		}
+	}
+	if before == 0 || after == 0 {
+		t.Fatalf("%d requests before the stop, %d after the restart: the stop was not in the middle", before, after)
+	}
+	count := map[string]int{}
+	twice := 0
+	for _, r := range reqs {
+		count[r.url]++
+		if count[r.url] == 2 {
+			twice++
+		}
+	}
+	for _, u := range urls {
+		if count[u] == 0 {
+			t.Errorf("%s never fetched", u)
+		}
+		if count[u] > 2 {
+			t.Errorf("%s fetched %d times", u, count[u])
+		}
+	}
+	if twice > 2 { // two workers: at most one item in flight each
+		t.Errorf("%d URLs fetched twice, at most 2 were in flight", twice)
+	}
+	t.Logf("%d requests for %d URLs (%d twice); %d before the stop, %d after the restart", len(reqs), len(urls), twice, before, after)
+}
