@@ -107,6 +107,7 @@ type Fetch struct {
 	MaxRedirects        int      `yaml:"max_redirects"`
 	DenyPrivateNetworks bool     `yaml:"deny_private_networks"`
 	AllowAddresses      []string `yaml:"allow_addresses"`
+	Proxy               ProxyURL `yaml:"proxy"`
 }
 
 // URLs holds crawler-trap limits.

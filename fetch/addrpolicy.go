@@ -194,12 +194,16 @@ type policyDialer struct {
 	policy   *AddrPolicy // nil: any address
 	resolver Resolver
 	dial     dialFunc
+	proxies  []string // host:port of the configured proxies, connected to without the policy
 }
 
 func (d *policyDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(address)
 	if err != nil {
 		return nil, &net.OpError{Op: "dial", Net: network, Err: err}
+	}
+	if slices.ContainsFunc(d.proxies, func(p string) bool { return strings.EqualFold(p, address) }) {
+		return d.dial(ctx, network, address) // the user named the proxy: its address is not judged
 	}
 	refuse := func(err error) error {
 		return &net.OpError{Op: "dial", Net: network, Err: fmt.Errorf("refused by the address policy: %w", err)}

@@ -99,11 +99,15 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "output file (- for stdout)")
 	all := fs.Bool("all", false, "jsonl: also write every non-unique page with its class")
 	includeDups := fs.Bool("include-duplicates", false, "warc: also write exact duplicates as revisit records and near duplicates as metadata records")
+	cdxPath := fs.String("cdx", "", "warc: also write the WARC's CDXJ index (for pywb, OpenWayback) to this file")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *out == "" {
 		return usagef("--out is required")
+	}
+	if *cdxPath != "" && (*format != "warc" || *out == "-") {
+		return usagef("--cdx needs --format warc and an --out file (the index names it)")
 	}
 	switch *format {
 	case "jsonl", "warc":
@@ -121,7 +125,7 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 	}
 	var n, damaged int
 	if *format == "warc" {
-		n, err = exportWARC(db, w, *includeDups, func(*storage.Page) { damaged++ })
+		n, err = exportWARC(db, w, *includeDups, func(*storage.Page) { damaged++ }, *cdxPath, filepath.Base(*out))
 	} else {
 		n, err = export.JSONL(w, db, export.JSONLOptions{All: *all})
 		damaged = db.Unreadable()["page texts"]

@@ -294,6 +294,9 @@ func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []s
 	fo.MaxRedirects = cfg.Fetch.MaxRedirects
 	fo.DenyPrivate = true
 	fo.Policy = policy
+	if fo.Proxy, err = fetch.ProxySettings(string(cfg.Fetch.Proxy), os.Getenv); err != nil {
+		return usageError{err}
+	}
 	fo.NoFollowRedirects = true // the engine queues redirect targets as links
 	fetcher, err := fetch.New(fo, logger.With("system", "fetch"))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 
@@ -17,20 +18,36 @@ import (
 // the number of records. The warcinfo record carries the crawl's settings:
 // the effective configuration when the crawl stored it (metadata "config",
 // YAML), the storage schema, the request count and whether the crawl ran to
-// completion.
-func exportWARC(db *storage.DB, w io.Writer, includeDuplicates bool, damaged func(*storage.Page)) (int, error) {
+// completion. With cdxPath, the CDXJ index of the file, which it names
+// filename, is written there.
+func exportWARC(db *storage.DB, w io.Writer, includeDuplicates bool, damaged func(*storage.Page), cdxPath, filename string) (int, error) {
 	settings, err := warcSettings(db)
 	if err != nil {
 		return 0, err
 	}
-	n, err := export.WARC(w, db, export.WARCOptions{
+	o := export.WARCOptions{
 		IncludeDuplicates: includeDuplicates,
 		Software:          "Horseshoe/" + version,
 		Settings:          settings,
 		Damaged:           damaged,
-	})
+		Filename:          filename,
+	}
+	if cdxPath != "" {
+		f, err := os.Create(cdxPath)
+		if err != nil {
+			return 0, fmt.Errorf("cannot write the CDXJ index: %w", err)
+		}
+		defer f.Close()
+		o.CDXJ = f
+	}
+	n, err := export.WARC(w, db, o)
 	if err != nil {
 		return n, fmt.Errorf("warc export: %w", err)
+	}
+	if f, ok := o.CDXJ.(*os.File); ok {
+		if err := f.Close(); err != nil {
+			return n, fmt.Errorf("cannot write the CDXJ index: %w", err)
+		}
 	}
 	return n, nil
 }
