@@ -132,39 +132,54 @@ func (f *Frontier) Err() error {
 }
 
 // partitionHosts returns the hosts with queued items of the partitions held
-// (and not being given up), refreshed at most every 500 ms a partition.
+// (and not being given up), each partition's list refreshed at most every
+// 500 ms, all stale ones in one round trip.
 func (f *Frontier) partitionHosts(ctx context.Context) ([]string, error) {
-	var out []string
 	now := time.Now()
 	held := map[int]bool{}
-	for _, l := range f.m.Owned() {
-		f.m.mu.Lock()
-		draining := f.m.draining[l.Partition]
-		f.m.mu.Unlock()
-		if draining {
-			continue
+	var stale []int
+	f.m.mu.Lock()
+	for p := range f.m.owned {
+		if !f.m.draining[p] {
+			held[p] = true
 		}
-		held[l.Partition] = true
-		f.mu.Lock()
-		p := f.parts[l.Partition]
-		f.mu.Unlock()
-		if p == nil || now.Sub(p.fetched) > 500*time.Millisecond {
-			hosts, err := f.m.Hosts(ctx, l.Partition)
-			if err != nil {
-				return nil, err
-			}
-			sort.Strings(hosts)
-			p = &fpart{hosts: hosts, fetched: now}
-			f.mu.Lock()
-			f.parts[l.Partition] = p
-			f.mu.Unlock()
-		}
-		out = append(out, p.hosts...)
 	}
+	f.m.mu.Unlock()
 	f.mu.Lock()
 	for part := range f.parts {
 		if !held[part] {
 			delete(f.parts, part)
+		}
+	}
+	for p := range held {
+		if fp := f.parts[p]; fp == nil || now.Sub(fp.fetched) > 500*time.Millisecond {
+			stale = append(stale, p)
+		}
+	}
+	f.mu.Unlock()
+	if len(stale) > 0 {
+		cmds, err := f.c.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			for _, p := range stale {
+				pipe.SMembers(ctx, f.c.hostsKey(p))
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, wrap("hosts", err)
+		}
+		f.mu.Lock()
+		for i, p := range stale {
+			hosts := cmds[i].(*redis.StringSliceCmd).Val()
+			sort.Strings(hosts)
+			f.parts[p] = &fpart{hosts: hosts, fetched: now}
+		}
+		f.mu.Unlock()
+	}
+	var out []string
+	f.mu.Lock()
+	for p := range held {
+		if fp := f.parts[p]; fp != nil {
+			out = append(out, fp.hosts...)
 		}
 	}
 	f.mu.Unlock()
@@ -468,7 +483,7 @@ func (f *Frontier) Finish(it *frontier.Item) {
 		f.active--
 	}
 	f.mu.Unlock()
-	if l != nil {
+	if l != nil && l.raw != "" {
 		if err := f.m.Done(context.Background(), it.Host, l.raw); err != nil {
 			// It stays in flight: fetched again by the partition's next
 			// holder (at least once).
@@ -488,6 +503,25 @@ func (f *Frontier) Raw(it *frontier.Item) (string, bool) {
 		return "", false
 	}
 	return l.raw, true
+}
+
+// Commit records a leased item's outcome in the shared state: its links
+// queued and its lease ended, in one round trip (Crawl.Commit); Finish then
+// costs none.
+func (f *Frontier) Commit(ctx context.Context, ids *IDs, it *frontier.Item, links []frontier.Item) ([]bool, error) {
+	f.mu.Lock()
+	l := f.leased[it]
+	f.mu.Unlock()
+	if l == nil {
+		return nil, fmt.Errorf("redisstate: commit of an item not leased here: %s", it.URL)
+	}
+	added, err := f.c.Commit(ctx, f.m, ids, it, l.raw, links)
+	if err == nil {
+		f.mu.Lock()
+		l.raw = "" // ended
+		f.mu.Unlock()
+	}
+	return added, err
 }
 
 // Push wakes Next: the items are in the shared queues already (Enqueue or

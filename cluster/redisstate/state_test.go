@@ -614,15 +614,43 @@ func TestServerRestartLosesNothing(t *testing.T) {
 	}
 }
 
-// roundTrips counts the round trips a client makes (a pipeline is one).
-type roundTrips struct{ n int }
+// roundTrips counts the round trips a client makes (a pipeline is one),
+// except the frontier's refresh of its partitions' host lists (SMEMBERS
+// only: at most every 500 ms, not per page).
+type roundTrips struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (h *roundTrips) count(cmds ...redis.Cmder) {
+	for _, c := range cmds {
+		if c.Name() != "smembers" {
+			h.mu.Lock()
+			h.n++
+			h.mu.Unlock()
+			return
+		}
+	}
+}
+
+func (h *roundTrips) get() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n
+}
+
+func (h *roundTrips) reset() {
+	h.mu.Lock()
+	h.n = 0
+	h.mu.Unlock()
+}
 
 func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { h.n++; return next(ctx, cmd) }
+	return func(ctx context.Context, cmd redis.Cmder) error { h.count(cmd); return next(ctx, cmd) }
 }
 func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { h.n++; return next(ctx, cmds) }
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.count(cmds...); return next(ctx, cmds) }
 }
 
 // A page costs a fixed number of round trips whatever its number of links:
@@ -648,7 +676,7 @@ func TestRoundTripsPerPage(t *testing.T) {
 	}
 	wm := &Member{c: wc, id: m.id, owned: m.owned, inflight: map[int]int{}, draining: map[int]bool{}}
 	for _, nlinks := range []int{1, 100} {
-		rt.n = 0
+		rt.reset()
 		it, raw, ok, err := wm.Pop(ctx, "a.example")
 		if err != nil || !ok {
 			t.Fatalf("pop: %v %v", ok, err)
@@ -671,8 +699,58 @@ func TestRoundTripsPerPage(t *testing.T) {
 		if _, err := wc.Commit(ctx, wm, ids, &it, raw, links); err != nil {
 			t.Fatal(err)
 		}
-		if rt.n != 5 {
-			t.Fatalf("a page with %d links: %d round trips, want 5", nlinks, rt.n)
+		if rt.get() != 5 {
+			t.Fatalf("a page with %d links: %d round trips, want 5", nlinks, rt.get())
 		}
+	}
+}
+
+// The same page cycle as a worker's frontier runs it (Next: IP reserve and
+// pop; Release; the index; Frontier.Commit; Finish): 5 round trips, whatever
+// the number of links.
+func TestRoundTripsPerPageFrontier(t *testing.T) {
+	srv, c := open(t, Options{Partitions: 2, Capacity: 10_000}, redistest.Options{})
+	ctx := context.Background()
+	if _, err := c.Enqueue(ctx, c.NewIDs(), items("http://a.example/")); err != nil {
+		t.Fatal(err)
+	}
+	rt := &roundTrips{}
+	wc := openOn(t, srv, Options{})
+	m, err := wc.Join(ctx, "w", MemberOptions{TTL: time.Minute, Heartbeat: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Leave(ctx)
+	f := wc.NewFrontier(m, FrontierOptions{})
+	ids := wc.NewIDs()
+	if _, err := ids.Next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wc.Client().AddHook(rt)
+	for _, nlinks := range []int{1, 100} {
+		rt.reset()
+		it, err := f.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Release(it, frontier.Outcome{Requested: true, Status: 200})
+		pg := page(it.ID, nlinks+500, 6)
+		if _, err := wc.CheckAndAdd(ctx, pg, nil, DedupOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		links := make([]frontier.Item, nlinks)
+		for i := range links {
+			links[i] = frontier.Item{URL: fmt.Sprintf("http://a.example/%d/%d", nlinks, i), Depth: 1, Via: it.URL}
+		}
+		if _, err := f.Commit(ctx, ids, it, links); err != nil {
+			t.Fatal(err)
+		}
+		f.Finish(it)
+		if rt.get() != 5 {
+			t.Fatalf("a page with %d links: %d round trips, want 5", nlinks, rt.get())
+		}
+	}
+	if n, _ := c.InFlight(ctx, c.PartitionOf("a.example")); n != 0 {
+		t.Fatalf("%d in flight after the pages", n)
 	}
 }
