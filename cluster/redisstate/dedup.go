@@ -19,7 +19,7 @@ import (
 //	x:<b>  exact fingerprint -> slot        field: low 48 bits (6 bytes)
 //	k:<b>  supershingle key -> slots        field: 16 key bits below the bucket bits (2 bytes); value "slot,slot,..."
 //	g:<b>  slot -> record                   record: page id (6 bytes), one byte per sketch sample, simhash (8 bytes)
-//	n      stream of new unique pages (id, simhash), capped: the feed of the workers' simhash replicas
+//	n      stream of new unique pages (slot, id, simhash), capped: the feed of the workers' simhash replicas
 //
 // A supershingle field keeps 16 key bits: with 64 to 128 keys per bucket a
 // lookup finds an unrelated page with probability up to 128/65536, so up to 3% of
@@ -265,30 +265,6 @@ func (c *Crawl) Decide(ctx context.Context, pg *IndexPage, settle Settle, o Dedu
 		considered = append(considered, r.Candidates...)
 	}
 	return false, false, 0, fmt.Errorf("redisstate: page %d: new candidates in each of %d rounds", pg.ID, maxRounds)
-}
-
-// NewPages reads the new-page stream after the entry id after ("0" for the
-// start, "$" for only new ones), up to count entries: the pages' ids and
-// simhashes, for a worker's simhash replica, and the last entry's id.
-func (c *Crawl) NewPages(ctx context.Context, after string, count int64) (ids, simhashes []uint64, last string, err error) {
-	res, err := c.rdb.XRangeN(ctx, c.streamKey(), "("+after, "+", count).Result()
-	if after == "0" {
-		res, err = c.rdb.XRangeN(ctx, c.streamKey(), "-", "+", count).Result()
-	}
-	if err != nil {
-		return nil, nil, after, wrap("new pages", err)
-	}
-	last = after
-	for _, m := range res {
-		var id, sh uint64
-		r, _ := m.Values["r"].(string)
-		if i := strings.IndexByte(r, ' '); i > 0 && len(r) == i+9 {
-			id, _ = strconv.ParseUint(r[:i], 10, 64)
-			sh = binary.BigEndian.Uint64([]byte(r[i+1:]))
-		}
-		ids, simhashes, last = append(ids, id), append(simhashes, sh), m.ID
-	}
-	return ids, simhashes, last, nil
 }
 
 var _ = redis.Nil

@@ -19,7 +19,7 @@ import (
 // (recordSamples): the estimate of J rises by (1-J)/256.
 //
 // Candidates come from the exact fingerprint and the supershingle keys; the
-// simhash index is not shared (a worker may replicate it from NewPages).
+// simhash index is not shared (a worker replicates it: FollowNewPages).
 type Index struct {
 	c      *Crawl
 	opt    dedup.Options

@@ -208,7 +208,7 @@ for i = 1, nsup do
   redis.call('HSET', KEYS[3 + i], ARGV[9 + i], v)
 end
 if tonumber(ARGV[7]) > 0 then
-  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[7], '*', 'r', ARGV[2] .. ' ' .. string.sub(ARGV[3], -8))
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[7], '*', 'r', slot .. ' ' .. ARGV[2] .. ' ' .. string.sub(ARGV[3], -8))
 end
 return {0}
 `)

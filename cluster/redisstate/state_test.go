@@ -274,9 +274,18 @@ func TestCheckAndAddRace(t *testing.T) {
 		t.Fatalf("two keys of 6 shared (need 2): %+v %v", r, err)
 	}
 	// The stream feeds the new pages' simhashes in order.
-	ids, sims, _, err := c.NewPages(ctx, "0", 1000)
-	if err != nil || len(ids) != 4*rounds+4 || ids[len(ids)-1] != one.ID || sims[len(ids)-1] != one.Simhash {
-		t.Fatalf("stream: %d entries, last %v, err %v", len(ids), ids[len(ids)-1:], err)
+	var last NewPage
+	count := 0
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	c.FollowNewPages(fctx, "0", func(p NewPage) {
+		last = p
+		if count++; count == 4*rounds+4 {
+			cancel()
+		}
+	})
+	if count != 4*rounds+4 || last.ID != one.ID || last.Simhash != one.Simhash {
+		t.Fatalf("stream: %d entries, last %+v", count, last)
 	}
 }
 
