@@ -61,8 +61,10 @@ func (c *Crawl) enqueuedAfter(ctx context.Context, ids *IDs, links []frontier.It
 			tail(p)
 			return nil
 		})
-		if err == nil {
-			err = firstErr(cmds)
+		// A refused transaction (EXECABORT) says why in its commands'
+		// errors (OOM when queued).
+		if cerr := firstErr(cmds); cerr != nil {
+			err = cerr
 		}
 		if isNoScript(err) && attempt == 0 {
 			if err := loadScripts(ctx, c.rdb); err != nil {

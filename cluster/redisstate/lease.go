@@ -195,7 +195,6 @@ func (m *Member) renew(ctx context.Context, ttl int64) error {
 		return err
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	var lost []Lease
 	for i, cmd := range cmds {
 		if v, _ := cmd.(*redis.Cmd).Int64(); v == 0 {
@@ -207,10 +206,11 @@ func (m *Member) renew(ctx context.Context, ttl int64) error {
 	}
 	if len(lost) > 0 {
 		m.notifyLocked()
-		if m.o.OnLost != nil {
-			for _, l := range lost {
-				m.o.OnLost(l)
-			}
+	}
+	m.mu.Unlock()
+	if m.o.OnLost != nil {
+		for _, l := range lost {
+			m.o.OnLost(l)
 		}
 	}
 	return nil

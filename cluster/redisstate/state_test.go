@@ -764,3 +764,58 @@ func TestRoundTripsPerPageFrontier(t *testing.T) {
 		t.Fatalf("%d in flight after the pages", n)
 	}
 }
+
+// A page's commit is all or nothing: refused over maxmemory, the item stays
+// in flight and none of its links is marked; after Redis lost its scripts
+// (SCRIPT FLUSH, as a restart does) it loads them and goes through whole.
+func TestCommitAllOrNothing(t *testing.T) {
+	_, c := open(t, Options{Partitions: 2, Capacity: 1000}, redistest.Options{NoPersistence: true})
+	ctx := context.Background()
+	rdb := c.Client()
+	ids := c.NewIDs()
+	if _, err := c.Enqueue(ctx, ids, items("http://a.example/")); err != nil {
+		t.Fatal(err)
+	}
+	m, err := c.Join(ctx, "w", MemberOptions{TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Leave(ctx)
+	it, raw, ok, err := m.Pop(ctx, "a.example")
+	if err != nil || !ok {
+		t.Fatalf("pop: %v %v", ok, err)
+	}
+	links := func() []frontier.Item {
+		return items("http://a.example/1", "http://b.example/1", "http://c.example/1")
+	}
+	urls := []string{"http://a.example/1", "http://b.example/1", "http://c.example/1"}
+	if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Commit(ctx, m, ids, &it, raw, links())
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("commit over maxmemory: %v", err)
+	}
+	if n, _ := c.InFlight(ctx, c.PartitionOf("a.example")); n != 1 {
+		t.Fatalf("a refused commit ended the lease (%d in flight)", n)
+	}
+	if seen, _ := c.Seen(ctx, urls); seen[0] != 0 || seen[1] != 0 || seen[2] != 0 {
+		t.Fatalf("a refused commit marked links: %v", seen)
+	}
+	if err := rdb.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	added, err := c.Commit(ctx, m, ids, &it, raw, links())
+	if err != nil || !added[0] || !added[1] || !added[2] {
+		t.Fatalf("commit after SCRIPT FLUSH: %v %v", added, err)
+	}
+	if n, _ := c.InFlight(ctx, c.PartitionOf("a.example")); n != 0 {
+		t.Fatalf("%d in flight after the commit", n)
+	}
+	if seen, _ := c.Seen(ctx, urls); seen[0] == 0 || seen[1] == 0 || seen[2] == 0 {
+		t.Fatalf("links not marked: %v", seen)
+	}
+}
