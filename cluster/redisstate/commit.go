@@ -3,8 +3,6 @@ package redisstate
 import (
 	"context"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/horseshoe-crawler/horseshoe/frontier"
 )
 
@@ -21,60 +19,12 @@ import (
 // the item in flight, to be fetched again by the partition's next holder; its
 // links are then found seen.
 func (c *Crawl) Commit(ctx context.Context, m *Member, ids *IDs, it *frontier.Item, raw string, links []frontier.Item) (added []bool, err error) {
-	for i := range links {
-		if links[i].Host == "" {
-			links[i].Host = frontier.HostKey(links[i].URL)
-		}
-		if links[i].ID, err = ids.Next(ctx); err != nil {
-			return nil, err
-		}
-	}
-	done := func(p redis.Pipeliner) {
-		doneScript.EvalSha(ctx, p, []string{c.inflightKey(c.PartitionOf(it.Host))}, raw)
-	}
-	if _, cluster := c.rdb.(*redis.ClusterClient); cluster {
-		var order [][]int
-		cmds, err := c.pipelined(ctx, "commit", func(p redis.Pipeliner) { order = c.enqueueCmds(ctx, p, links) })
-		if err != nil {
-			return nil, err
-		}
-		if added, err = c.enqueued(ids, links, order, cmds); err != nil {
-			return nil, err
-		}
-		if _, err := c.pipelined(ctx, "done", done); err != nil {
-			return nil, err
-		}
-	} else if added, err = c.enqueuedAfter(ctx, ids, links, done); err != nil {
+	b := c.NewBatch(ids)
+	b.Enqueue(links...)
+	b.Done(m, it.Host, raw)
+	if added, err = b.Commit(ctx); err != nil {
 		return nil, err
 	}
-	m.Finished(it.Host)
+	copy(links, b.Items())
 	return added, nil
-}
-
-// enqueuedAfter runs links' enqueue scripts and then tail in one MULTI/EXEC
-// transaction, loading the scripts once if Redis lost them.
-func (c *Crawl) enqueuedAfter(ctx context.Context, ids *IDs, links []frontier.Item, tail func(redis.Pipeliner)) ([]bool, error) {
-	for attempt := 0; ; attempt++ {
-		var order [][]int
-		cmds, err := c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			order = c.enqueueCmds(ctx, p, links)
-			tail(p)
-			return nil
-		})
-		// A refused transaction (EXECABORT) says why in its commands'
-		// errors (OOM when queued).
-		if cerr := firstErr(cmds); cerr != nil {
-			err = cerr
-		}
-		if isNoScript(err) && attempt == 0 {
-			if err := loadScripts(ctx, c.rdb); err != nil {
-				return nil, wrap("commit", err)
-			}
-			continue
-		}
-		if err != nil {
-			return nil, wrap("commit", err)
-		}
-		return c.enqueued(ids, links, order, cmds[:len(order)])
-	}
 }

@@ -221,7 +221,7 @@ return redis.call('HDEL', KEYS[1], ARGV[1])
 `)
 
 var allScripts = []*redis.Script{doneScript, enqueueScript, markScript, acquireScript, renewScript, releaseScript,
-	popScript, putBackScript, ipReserveScript, ipReleaseScript, checkAndAddScript}
+	popScript, putBackScript, ipReserveScript, ipReleaseScript, checkAndAddScript, pushScript, takeScript}
 
 // loadScripts loads every script (after a restart flushed them).
 func loadScripts(ctx context.Context, rdb redis.Scripter) error {

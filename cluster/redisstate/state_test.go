@@ -819,3 +819,88 @@ func TestCommitAllOrNothing(t *testing.T) {
 		t.Fatalf("links not marked: %v", seen)
 	}
 }
+
+// A batch carries a page's crawl-wide records with its links: dependents,
+// skip records and evidence are written with them, all or nothing; a URL
+// queued without a mark is queued although seen; evidence is taken once.
+func TestBatchRecords(t *testing.T) {
+	srv, c := open(t, Options{Partitions: 4, Capacity: 1000}, redistest.Options{NoPersistence: true})
+	ctx := context.Background()
+	ids := c.NewIDs()
+	b := c.NewBatch(ids)
+	b.Enqueue(items("http://a.example/1")...)
+	b.Push(frontier.Item{URL: "http://a.example/1", FetchURL: "http://a.example/1;s=2"})
+	b.AddDependent("http://a.example/1", "ihttp://m.example/1", []byte(`{"url":"http://m.example/1"}`))
+	b.AddDependent("http://a.example/1", "ihttp://m.example/2", []byte(`{"url":"http://m.example/2"}`))
+	b.PutSkipped("http://m.example/1", []byte(`{"class":"mirror_skipped"}`))
+	b.PutEvidence("mirror", "m.example>a.example", []byte(`{"n":1}`))
+	added, err := b.Commit(ctx)
+	if err != nil || len(added) != 1 || !added[0] {
+		t.Fatalf("commit: %v %v", added, err)
+	}
+	if q, _ := c.Queued(ctx, c.PartitionOf("a.example")); q != 2 {
+		t.Fatalf("%d queued, want the URL and its push", q)
+	}
+	deps, err := c.Dependents(ctx, "http://a.example/1")
+	if err != nil || len(deps) != 2 {
+		t.Fatalf("dependents: %v %v", deps, err)
+	}
+	if v, err := c.SkipRecord(ctx, "http://m.example/1"); err != nil || string(v) != `{"class":"mirror_skipped"}` {
+		t.Fatalf("skip record: %q %v", v, err)
+	}
+	if v, err := c.SkipRecord(ctx, "http://m.example/9"); err != nil || v != nil {
+		t.Fatalf("a missing skip record: %q %v", v, err)
+	}
+	n := 0
+	if err := c.ForEachEvidence(ctx, "mirror", func(string, []byte) error { n++; return nil }); err != nil || n != 1 {
+		t.Fatalf("evidence: %d %v", n, err)
+	}
+	// Two workers take the record at once: one gets it.
+	var wg sync.WaitGroup
+	var got sync.Map
+	for w := 0; w < 2; w++ {
+		cw := openOn(t, srv, Options{})
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			if _, ok, err := cw.TakeEvidence(ctx, "mirror", "m.example>a.example"); err != nil {
+				t.Error(err)
+			} else if ok {
+				got.Store(w, true)
+			}
+		}(w)
+	}
+	wg.Wait()
+	takers := 0
+	got.Range(func(any, any) bool { takers++; return true })
+	if takers != 1 {
+		t.Fatalf("%d workers took the record", takers)
+	}
+	// A batch of deletes and a mark over maxmemory: the mark is refused,
+	// and the deletes, which Redis would allow alone, go with it.
+	b = c.NewBatch(ids)
+	b.DeleteDependent("http://a.example/1", "ihttp://m.example/1")
+	b.DeleteSkipped("http://m.example/1")
+	b.Enqueue(items("http://b.example/1")...)
+	if err := c.Client().ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Commit(ctx); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("a batch over maxmemory: %v", err)
+	}
+	if deps, _ := c.Dependents(ctx, "http://a.example/1"); len(deps) != 2 {
+		t.Fatalf("a refused batch deleted a dependent: %v", deps)
+	}
+	if err := c.Client().ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if deps, _ := c.Dependents(ctx, "http://a.example/1"); len(deps) != 1 {
+		t.Fatalf("dependents after the delete: %v", deps)
+	}
+	if v, _ := c.SkipRecord(ctx, "http://m.example/1"); v != nil {
+		t.Fatalf("skip record after the delete: %q", v)
+	}
+}
