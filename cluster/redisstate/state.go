@@ -12,6 +12,8 @@
 //
 //	hs:{C}:meta, hs:{C}:workers, hs:{C}:ids       crawl-wide (C = crawl name)
 //	hs:{C/pN}:lease|epoch|hosts|f|r|q:<host>|s:<b> partition N: lease, queues, in flight, seen-set
+//	hs:{C/pN}:d:<url>|k                          ... dependents of its URLs, their skip records
+//	hs:{C/e}:<kind>                               crawl-wide evidence
 //	hs:{C/d}:x:<b>|k:<b>|g:<b>|n                  duplicate index (one slot: atomic check-and-add)
 //	hs:{C/i<ip>}                                  politeness clock of one IP
 //
