@@ -46,7 +46,8 @@ type Frontier struct {
 	giveUps  []frontier.GiveUp
 	wake     chan struct{}
 	lastErr  error
-	emptyFor int // consecutive idle checks that found the crawl empty
+	emptyFor int       // consecutive idle checks that found the crawl empty
+	doneAt   time.Time // the last of them
 }
 
 type fhost struct {
@@ -206,11 +207,21 @@ func (f *Frontier) Next(ctx context.Context) (*frontier.Item, error) {
 		}
 		it, wait, err := f.tryLease(ctx)
 		if err == nil && it == nil && wait < 0 {
-			var done bool
-			if done, err = f.crawlDone(ctx); err == nil && done {
-				return nil, frontier.ErrDone
-			}
+			// Nothing queued in the partitions held: is the whole crawl
+			// done? (2P commands: at most every 500 ms.)
 			wait = 100 * time.Millisecond
+			f.mu.Lock()
+			check := time.Since(f.doneAt) >= 500*time.Millisecond
+			if check {
+				f.doneAt = time.Now()
+			}
+			f.mu.Unlock()
+			var done bool
+			if check {
+				if done, err = f.crawlDone(ctx); err == nil && done {
+					return nil, frontier.ErrDone
+				}
+			}
 		}
 		f.mu.Lock()
 		f.lastErr = err
