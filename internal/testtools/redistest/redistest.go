@@ -8,7 +8,15 @@ package redistest
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -26,8 +34,10 @@ import (
 
 // Server is one redis-server process (restartable on the same port and data).
 type Server struct {
-	Addr string // host:port on 127.0.0.1
-	Dir  string // working directory: appendonly files, the log
+	Addr     string      // host:port on 127.0.0.1
+	Dir      string      // working directory: appendonly files, the log
+	Password string      // Options.Password
+	TLS      *tls.Config // with Options.TLS: a client configuration that trusts the server
 
 	tb   testing.TB
 	bin  string
@@ -43,6 +53,11 @@ type Options struct {
 	Args []string
 	// NoPersistence turns the append-only file off (benchmarks of memory).
 	NoPersistence bool
+	// Password is required of clients (requirepass).
+	Password string
+	// TLS serves TLS only, with a self-signed certificate for 127.0.0.1
+	// (Server.TLS trusts it).
+	TLS bool
 }
 
 // Start starts a redis-server for tb and stops it at tb's cleanup.
@@ -64,6 +79,19 @@ func Start(tb testing.TB, o Options) *Server {
 		"--save", "", "--daemonize", "no", "--logfile", filepath.Join(dir, "redis.log"),
 		"--protected-mode", "yes",
 	}
+	if o.Password != "" {
+		s.Password = o.Password
+		s.args = append(s.args, "--requirepass", o.Password)
+	}
+	if o.TLS {
+		cert, key, conf, err := selfSigned(dir)
+		if err != nil {
+			tb.Fatalf("redistest: certificate: %v", err)
+		}
+		s.TLS = conf
+		s.args = append(s.args, "--port", "0", "--tls-port", strconv.Itoa(port),
+			"--tls-cert-file", cert, "--tls-key-file", key, "--tls-ca-cert-file", cert, "--tls-auth-clients", "no")
+	}
 	if o.NoPersistence {
 		s.args = append(s.args, "--appendonly", "no")
 	} else {
@@ -81,13 +109,28 @@ func Start(tb testing.TB, o Options) *Server {
 
 // Client returns a client of the server, closed at tb's cleanup.
 func (s *Server) Client(tb testing.TB) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+	c := redis.NewClient(s.options())
 	tb.Cleanup(func() { c.Close() })
 	return c
 }
 
-// URL is the server's redis:// URL.
-func (s *Server) URL() string { return "redis://" + s.Addr + "/0" }
+func (s *Server) options() *redis.Options {
+	return &redis.Options{Addr: s.Addr, MaxRetries: -1, Password: s.Password, TLSConfig: s.TLS}
+}
+
+// URL is the server's URL: redis:// or, with TLS, rediss://, with the
+// password if there is one.
+func (s *Server) URL() string {
+	scheme := "redis://"
+	if s.TLS != nil {
+		scheme = "rediss://"
+	}
+	auth := ""
+	if s.Password != "" {
+		auth = ":" + s.Password + "@"
+	}
+	return scheme + auth + s.Addr + "/0"
+}
 
 func (s *Server) start() error {
 	s.mu.Lock()
@@ -100,7 +143,9 @@ func (s *Server) start() error {
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
 	s.cmd, s.done = cmd, done
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	o := s.options()
+	o.DialTimeout = 200 * time.Millisecond
+	c := redis.NewClient(o)
 	defer c.Close()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -174,6 +219,44 @@ func (s *Server) logTail() string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// selfSigned writes a self-signed certificate for 127.0.0.1 and its key into
+// dir and returns their paths and a client configuration that trusts it.
+func selfSigned(dir string) (certFile, keyFile string, conf *tls.Config, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", "", nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "redistest"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return "", "", nil, err
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return "", "", nil, err
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		return "", "", nil, err
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		return "", "", nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return "", "", nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
 func freePort() (int, error) {
