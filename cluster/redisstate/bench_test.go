@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -148,4 +149,148 @@ func redisCPU(b *testing.B, c *Crawl) float64 {
 		}
 	}
 	return total
+}
+
+// BenchmarkPolitenessBound: 16 goroutines (the engine's 8 workers in each of
+// 2 processes) crawl 40 hosts (one IP each) with a 100 ms delay and 1 ms
+// fetches, 20 URLs a host: pages per second against the politeness limit
+// (hosts / delay = 400 pages/s), over the requests' span. "redis": 2 workers'
+// Frontiers over Redis; "local": one frontier.Frontier in memory, the same
+// load on the same machine, as the reference.
+func BenchmarkPolitenessBound(b *testing.B) {
+	const hosts, perHost, delay = 40, 20, 100 * time.Millisecond
+	fo := frontier.Options{Delay: delay}
+	b.Run("redis", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			srv := redistest.Start(b, redistest.Options{NoPersistence: true})
+			c := openOn(b, srv, Options{Partitions: 16, Capacity: 100_000})
+			ctx := context.Background()
+			var its []frontier.Item
+			for h := 0; h < hosts; h++ {
+				for j := 0; j < perHost; j++ {
+					its = append(its, frontier.Item{URL: fmt.Sprintf("http://h%d.example/%d", h, j)})
+				}
+			}
+			if _, err := c.Enqueue(ctx, c.NewIDs(), its); err != nil {
+				b.Fatal(err)
+			}
+			var qs []politeQueues
+			var members []*Member
+			for w := 0; w < 2; w++ {
+				m, err := openOn(b, srv, Options{}).Join(ctx, fmt.Sprintf("w%d", w), MemberOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				members = append(members, m)
+				qs = append(qs, m.c.NewFrontier(m, FrontierOptions{Options: fo}))
+			}
+			// The steady state, not the join: the second worker's share first.
+			deadline := time.Now().Add(10 * time.Second)
+			for len(members[0].Owned()) != 8 && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			b.StartTimer()
+			politeRun(b, qs, hosts*perHost, hosts, delay)
+			b.StopTimer()
+			for _, m := range members {
+				m.Leave(ctx)
+			}
+			b.StartTimer()
+		}
+	})
+	b.Run("local", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			st := &listStore{q: map[string][]frontier.Item{}}
+			for h := 0; h < hosts; h++ {
+				host := fmt.Sprintf("h%d.example", h)
+				for j := 0; j < perHost; j++ {
+					st.q[host] = append(st.q[host], frontier.Item{URL: fmt.Sprintf("http://%s/%d", host, j), Host: host, Seq: uint64(j + 1)})
+				}
+			}
+			f, err := frontier.New(fo, st, nil, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			politeRun(b, []politeQueues{f}, hosts*perHost, hosts, delay)
+		}
+	})
+}
+
+// politeQueues is what politeRun drives: either frontier.
+type politeQueues interface {
+	Next(ctx context.Context) (*frontier.Item, error)
+	Release(it *frontier.Item, o frontier.Outcome) bool
+	Finish(it *frontier.Item)
+}
+
+// politeRun runs 16 goroutines over qs (round robin) until they are done and
+// reports the rate over the requests' span.
+func politeRun(b *testing.B, qs []politeQueues, want, hosts int, delay time.Duration) {
+	ctx := context.Background()
+	var pages atomic.Int64
+	var mu sync.Mutex
+	var first, last time.Time
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		q := qs[g%len(qs)]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				it, err := q.Next(ctx)
+				if err != nil {
+					return
+				}
+				t0 := time.Now()
+				time.Sleep(time.Millisecond)
+				q.Release(it, frontier.Outcome{Requested: true, Status: 200})
+				q.Finish(it)
+				pages.Add(1)
+				mu.Lock()
+				if first.IsZero() || t0.Before(first) {
+					first = t0
+				}
+				if t0.After(last) {
+					last = t0
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if pages.Load() != int64(want) {
+		b.Fatalf("%d pages, want %d", pages.Load(), want)
+	}
+	rate := float64(want-1) / last.Sub(first).Seconds()
+	b.ReportMetric(rate, "pages/s")
+	b.ReportMetric(rate/(float64(hosts)/delay.Seconds()), "of-limit")
+}
+
+// listStore is a frontier.Store over fixed queues (Seq in order).
+type listStore struct {
+	mu sync.Mutex
+	q  map[string][]frontier.Item
+}
+
+func (s *listStore) QueueHosts() ([]frontier.HostInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []frontier.HostInfo
+	for h, q := range s.q {
+		out = append(out, frontier.HostInfo{Host: h, Count: len(q), MinSeq: q[0].Seq, MaxSeq: q[len(q)-1].Seq})
+	}
+	return out, nil
+}
+
+func (s *listStore) LoadQueue(host string, from uint64, n int) ([]frontier.Item, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []frontier.Item
+	for _, it := range s.q[host] {
+		if it.Seq >= from && len(out) < n {
+			out = append(out, it)
+		}
+	}
+	return out, nil
 }

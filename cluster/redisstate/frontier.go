@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -219,6 +220,7 @@ func (f *Frontier) Next(ctx context.Context) (*frontier.Item, error) {
 			var done bool
 			if check {
 				if done, err = f.crawlDone(ctx); err == nil && done {
+					f.Stop() // every caller of Next is done, not only this one
 					return nil, frontier.ErrDone
 				}
 			}
@@ -247,7 +249,8 @@ func (f *Frontier) Next(ctx context.Context) (*frontier.Item, error) {
 }
 
 // tryLease leases an item of a ready host, or returns how long until one may
-// be ready (-1: no host has anything queued).
+// be ready (-1: no host has anything queued). A host is claimed (busy) while
+// it is tried, so that the worker's other goroutines do not try it too.
 func (f *Frontier) tryLease(ctx context.Context) (*frontier.Item, time.Duration, error) {
 	hosts, err := f.partitionHosts(ctx)
 	if err != nil {
@@ -273,58 +276,162 @@ func (f *Frontier) tryLease(ctx context.Context) (*frontier.Item, time.Duration,
 		}
 		now := time.Now()
 		skip := hs.busy || hs.dead || hs.pending
+		if skip && !hs.dead {
+			soon(100 * time.Millisecond) // Release and SetPoliteKey notify
+		}
 		if !skip && hs.notBefore.After(now) {
 			soon(hs.notBefore.Sub(now))
 			skip = true
 		}
+		if !skip {
+			hs.busy = true
+		}
 		key := hs.politeKey
 		f.mu.Unlock()
 		if skip {
-			if hs.busy || hs.pending {
-				soon(100 * time.Millisecond)
-			}
 			continue
 		}
-		res, w, held, err := f.c.ReserveIP(ctx, key, f.m.id+" "+h, f.hold)
+		it, lease, w, err := f.reservePop(ctx, key, h)
+		if it != nil {
+			return it, 0, nil
+		}
+		f.mu.Lock()
+		hs.busy = false
+		if w > 0 {
+			hs.notBefore = laterOf(hs.notBefore, time.Now().Add(w))
+		}
+		f.mu.Unlock()
 		if err != nil {
 			return nil, 0, err
 		}
-		if held {
+		if w > 0 {
+			soon(w)
+		} else if !lease {
+			f.forget(h) // its queue is empty, or the partition went
+		}
+	}
+	return nil, wait, nil
+}
+
+// reservePop takes the IP's clock and pops the head of host's queue in one
+// round trip (one pipeline: the two keys are in different slots). When the
+// clock was not free the item goes back to the front of its queue (a second
+// round trip, rare: the host's own clock here waits for the IP's gap) and
+// wait says how long; a nil item with no wait means the queue was empty or
+// the partition is not held.
+func (f *Frontier) reservePop(ctx context.Context, key, host string) (it *frontier.Item, lease bool, wait time.Duration, err error) {
+	c, m := f.c, f.m
+	p := c.PartitionOf(host)
+	m.mu.Lock()
+	l, held := m.owned[p]
+	if held && m.draining[p] {
+		held = false
+	}
+	if held {
+		m.inflight[p]++
+	}
+	m.mu.Unlock()
+	if !held {
+		return nil, false, 0, nil
+	}
+	token := m.id + " " + host
+	cmds, err := c.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		ipReserveScript.EvalSha(ctx, pipe, []string{c.ipKey(key)}, max(f.hold.Milliseconds(), 1), token)
+		popScript.EvalSha(ctx, pipe, []string{c.leaseKey(p), c.queueKey(p, host), c.hostsKey(p), c.inflightKey(p)}, l.token, host)
+		return nil
+	})
+	if len(cmds) != 2 {
+		m.doneLocal(p)
+		return nil, false, 0, wrap("lease", err)
+	}
+	if err != nil && !errors.Is(err, redis.Nil) {
+		// A pipeline cut short (connection lost) may leave a command
+		// without its reply or its error: it failed with the pipeline.
+		for _, cmd := range cmds {
+			if cmd.Err() == nil && cmd.(*redis.Cmd).Val() == nil {
+				cmd.SetErr(err)
+			}
+		}
+	}
+	res, w, isHeld, rerr := reserveReply(cmds[0].(*redis.Cmd))
+	raw, perr := cmds[1].(*redis.Cmd).Text()
+	popped := perr == nil
+	if errors.Is(perr, redis.Nil) {
+		perr = nil
+	}
+	item, derr := frontier.Item{Host: host}, error(nil)
+	if popped {
+		item, derr = DecodeItem(raw, host)
+	}
+	// undo gives back what went through: the item to the front of its
+	// queue, the IP's clock. What cannot be given back (Redis unavailable)
+	// runs out: the lease's next holder requeues the item, the hold ends.
+	undo := func() error {
+		var err error
+		if popped {
+			_, err = m.PutBack(ctx, &item, raw, true)
+		} else {
+			m.doneLocal(p)
+		}
+		if res != nil {
+			if rerr := c.ReleaseIP(ctx, &Reservation{ip: key, token: token}, 0); err == nil {
+				err = rerr
+			}
+		}
+		return err
+	}
+	switch {
+	case isNoScript(rerr) || isNoScript(perr):
+		undo()
+		if err := loadScripts(ctx, c.rdb); err != nil {
+			return nil, false, 0, wrap("lease", err)
+		}
+		return nil, true, time.Millisecond, nil // try again
+	case perr != nil && strings.Contains(perr.Error(), "NOTOWNER"):
+		undo()
+		return nil, false, 0, nil
+	case rerr != nil || perr != nil:
+		undo()
+		if rerr == nil {
+			rerr = perr
+		}
+		return nil, false, 0, wrap("lease", rerr)
+	case !popped:
+		return nil, true, 0, undo()
+	case res == nil:
+		if isHeld {
 			// Another request to the IP is in flight: its release is not
 			// announced, so look again soon.
 			w = min(w, max(f.o.Delay/4, 5*time.Millisecond))
 		}
-		if res == nil {
-			f.mu.Lock()
-			hs.notBefore = time.Now().Add(w)
-			f.mu.Unlock()
-			soon(w)
-			continue
-		}
-		it, raw, ok, err := f.m.Pop(ctx, h)
-		if err != nil || !ok {
-			if rerr := f.c.ReleaseIP(ctx, res, 0); err == nil {
-				err = rerr
-			}
-			if errors.Is(err, ErrNotOwner) {
-				err = nil
-			}
-			if err != nil {
-				return nil, 0, err
-			}
-			f.forget(h)
-			continue
-		}
-		f.mu.Lock()
-		hs.busy = true
-		p := &it
-		f.leased[p] = &fleased{raw: raw, res: res}
-		f.active++
-		f.leases++
-		f.mu.Unlock()
-		return p, 0, nil
+		return nil, true, max(w, time.Millisecond), undo()
+	case derr != nil:
+		undo()
+		return nil, true, 0, derr
 	}
-	return nil, wait, nil
+	f.mu.Lock()
+	pi := &item
+	f.leased[pi] = &fleased{raw: raw, res: &Reservation{ip: key, token: token}}
+	f.active++
+	f.leases++
+	f.mu.Unlock()
+	return pi, true, 0, nil
+}
+
+// reserveReply reads ipReserveScript's reply.
+func reserveReply(cmd *redis.Cmd) (r *Reservation, wait time.Duration, held bool, err error) {
+	v, err := cmd.Slice()
+	if err != nil {
+		return nil, 0, false, err
+	}
+	if len(v) != 3 {
+		return nil, 0, false, fmt.Errorf("redisstate: reserve ip: unexpected reply %v", v)
+	}
+	if v[0] == int64(1) {
+		return &Reservation{}, 0, false, nil
+	}
+	ms, _ := v[1].(int64)
+	return nil, time.Duration(ms) * time.Millisecond, v[2] == int64(1), nil
 }
 
 // forget drops h from its partition's cached host list (its queue is empty
@@ -383,7 +490,6 @@ func (f *Frontier) Release(it *frontier.Item, o frontier.Outcome) (requeued bool
 	f.mu.Lock()
 	hs := f.host(it.Host)
 	l := f.leased[it]
-	hs.busy = false
 	now := time.Now()
 	gap := time.Duration(0)
 	if o.Wait > 0 {
@@ -418,15 +524,25 @@ func (f *Frontier) Release(it *frontier.Item, o frontier.Outcome) (requeued bool
 		} else if !o.Blocked {
 			hs.failures = 0
 		}
-		hs.notBefore = laterOf(hs.notBefore, now.Add(gap))
 	}
 	dead := hs.dead
 	f.mu.Unlock()
-	if l == nil {
-		return false
+	if l != nil {
+		if err := f.c.ReleaseIP(ctx, l.res, gap); err != nil {
+			f.logger.Warn("cannot release an IP's clock (it runs out after its hold)", "host", it.Host, "err", err)
+		}
 	}
-	if err := f.c.ReleaseIP(ctx, l.res, gap); err != nil {
-		f.logger.Warn("cannot release an IP's clock (it runs out after its hold)", "host", it.Host, "err", err)
+	// The host's own clock starts after the IP's did (Redis's clock, one
+	// round trip ago): its next try does not come before the IP is free.
+	f.mu.Lock()
+	if gap > 0 {
+		hs.notBefore = laterOf(hs.notBefore, time.Now().Add(gap))
+	}
+	hs.busy = false
+	f.mu.Unlock()
+	if l == nil {
+		f.notify()
+		return false
 	}
 	if o.Requeue && !dead {
 		it2 := *it
