@@ -22,37 +22,75 @@ func ReportData(db *storage.DB, filter string, curve []report.CurvePoint) (*repo
 		Filter:             filter,
 		Curve:              curve,
 	}
+	skips, err := reportPages(d, db)
+	if err != nil {
+		return nil, err
+	}
+	if err := reportMirrors(d, db, skips); err != nil {
+		return nil, fmt.Errorf("mirror evidence: %w", err)
+	}
+	if err := reportHostNotes(d, db); err != nil {
+		return nil, err
+	}
+	if d.IrrelevantParams, err = paramReport(db); err != nil {
+		return nil, err
+	}
+	if b, err := db.GetMeta("requests"); err == nil {
+		d.Stats.Requests, _ = strconv.Atoi(string(b))
+	}
+	if b, err := db.GetMeta("started"); err == nil {
+		d.Stats.Started, _ = time.Parse(time.RFC3339Nano, string(b))
+	}
+	if b, err := db.GetMeta("finished"); err == nil {
+		d.Stats.Finished, _ = time.Parse(time.RFC3339Nano, string(b))
+	}
+	if b, err := db.GetMeta("complete"); err == nil {
+		d.Stats.Complete = string(b) == "true"
+	}
+	return d, nil
+}
+
+// skipRec is a skip record: a URL skipped in favour of a counterpart.
+type skipRec struct{ url, of string }
+
+// reportPages reads the page and skip records into d; it returns the skip
+// records by origin, to count what each mirror decision saved.
+func reportPages(d *report.Data, db *storage.DB) (map[string][]skipRec, error) {
 	d.Stats.ByClass = map[string]int{}
 	for _, c := range storage.Classes {
-		d.Stats.ByClass[c] = 0
+		d.Stats.ByClass[string(c)] = 0
 	}
 	hosts := map[string]bool{}
-	// Skip records by origin, to count what each mirror decision saved.
-	type skipRec struct{ url, of string }
 	skips := map[string][]skipRec{}
-	add := func(p *storage.Page) {
+	add := func(p *storage.Page) error {
 		if p.Class == storage.ClassMirrorSkipped {
 			o := mirror.Origin(p.URL)
 			skips[o] = append(skips[o], skipRec{p.URL, p.DuplicateOf})
 		}
 		d.Pages = append(d.Pages, report.Page{
 			URL: p.URL, Host: p.Host, Status: p.Status, ContentType: p.ContentType, Title: p.Title,
-			Class: p.Class, DuplicateOf: p.DuplicateOf, Similarity: p.Similarity, Method: p.Method,
+			Class: string(p.Class), DuplicateOf: p.DuplicateOf, Similarity: p.Similarity, Method: p.Method,
 			Depth: p.Depth, FetchedAt: p.FetchedAt, Error: p.Error,
 		})
-		d.Stats.ByClass[p.Class]++
+		d.Stats.ByClass[string(p.Class)]++
 		hosts[p.Host] = true
+		return nil
 	}
-	if err := db.ForEachPage(func(p *storage.Page) error { add(p); return nil }); err != nil {
+	if err := db.ForEachPage(add); err != nil {
 		return nil, err
 	}
-	if err := db.ForEachSkipped(func(p *storage.Page) error { add(p); return nil }); err != nil {
+	if err := db.ForEachSkipped(add); err != nil {
 		return nil, err
 	}
 	sort.SliceStable(d.Pages, func(i, j int) bool { return d.Pages[i].FetchedAt.Before(d.Pages[j].FetchedAt) })
 	d.Stats.Pages = len(d.Pages)
 	d.Stats.Hosts = len(hosts)
-	err := db.ForEachEvidence("mirror", func(_ string, v []byte) error {
+	return skips, nil
+}
+
+// reportMirrors adds the decided mirror candidates to d.
+func reportMirrors(d *report.Data, db *storage.DB, skips map[string][]skipRec) error {
+	return db.ForEachEvidence("mirror", func(_ string, v []byte) error {
 		var c mirror.Candidate
 		if err := json.Unmarshal(v, &c); err != nil {
 			return err
@@ -86,9 +124,10 @@ func ReportData(db *storage.DB, filter string, curve []report.CurvePoint) (*repo
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("mirror evidence: %w", err)
-	}
+}
+
+// reportHostNotes adds the hosts given up and the crawl delays capped to d.
+func reportHostNotes(d *report.Data, db *storage.DB) error {
 	d.HostNotes = []report.HostNote{}
 	for _, kind := range []string{"giveup", "crawldelay"} {
 		err := db.ForEachEvidence(kind, func(host string, v []byte) error {
@@ -109,25 +148,10 @@ func ReportData(db *storage.DB, filter string, curve []report.CurvePoint) (*repo
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("%s notes: %w", kind, err)
+			return fmt.Errorf("%s notes: %w", kind, err)
 		}
 	}
-	if d.IrrelevantParams, err = paramReport(db); err != nil {
-		return nil, err
-	}
-	if b, err := db.GetMeta("requests"); err == nil {
-		d.Stats.Requests, _ = strconv.Atoi(string(b))
-	}
-	if b, err := db.GetMeta("started"); err == nil {
-		d.Stats.Started, _ = time.Parse(time.RFC3339Nano, string(b))
-	}
-	if b, err := db.GetMeta("finished"); err == nil {
-		d.Stats.Finished, _ = time.Parse(time.RFC3339Nano, string(b))
-	}
-	if b, err := db.GetMeta("complete"); err == nil {
-		d.Stats.Complete = string(b) == "true"
-	}
-	return d, nil
+	return nil
 }
 
 // FilterName describes a supershingle filter for reports.

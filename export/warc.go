@@ -498,7 +498,7 @@ func (ww *warcWriter) metadata(p *storage.Page, or *original) error {
 		return err
 	}
 	info := DuplicateInfo{
-		URL: targetURI(p), Class: p.Class, DuplicateOf: safeURI(p.DuplicateOf), Method: p.Method,
+		URL: targetURI(p), Class: string(p.Class), DuplicateOf: safeURI(p.DuplicateOf), Method: p.Method,
 		Similarity: p.Similarity, FetchedAt: p.FetchedAt.UTC(),
 	}
 	if p.SHA1 != "" {

@@ -515,7 +515,7 @@ func mergeSeeds(a, b []string) []string {
 func countFetched(db *storage.DB) (int, error) {
 	n := 0
 	err := db.ForEachPage(func(p *storage.Page) error {
-		if p.Status != 0 || p.Class == storage.ClassError {
+		if p.CostsRequest() {
 			n++
 		}
 		return nil
