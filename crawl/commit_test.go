@@ -184,3 +184,23 @@ func TestCommitExactDuplicate(t *testing.T) {
 		t.Errorf("counted %d exact duplicates (%d dups)", n, e.dups.Load())
 	}
 }
+
+// TestSkipLeasedVerifyPushesCounterpart: a leased copy on a decided mirror
+// whose counterpart is unknown queues the counterpart; when the copy is
+// then drawn for the verification stream (fetched, not skipped), the
+// counterpart must still reach the frontier, or it would stay in the queue
+// log, marked seen, unfetched until a resume.
+func TestSkipLeasedVerifyPushesCounterpart(t *testing.T) {
+	e, s, f := testEngine(t, Options{Mirror: decidedMirror(t, 1)})
+	const copyURL = "http://b.test/x"
+	e.f = &fakeFetcher{res: map[string]*fetch.Result{copyURL: htmlResult(copyURL, 200, pageBody)}}
+	it := frontier.Item{ID: s.NewID(), URL: copyURL, Host: "b.test", Seq: 1}
+	s.seen[copyURL] = it.ID
+	e.handle(context.Background(), &it)
+	if !slices.Contains(f.pushedURLs(), "http://a.test/x") {
+		t.Errorf("pushed %v: the counterpart queued at lease time is not among them (queue log: %v)", f.pushedURLs(), s.queued())
+	}
+	if p := s.pages[it.ID]; p == nil || p.Class != storage.ClassUnique {
+		t.Errorf("the verification pick was not fetched: %+v", p)
+	}
+}

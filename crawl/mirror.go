@@ -77,11 +77,11 @@ func (m *mirrorRules) skipLeased(it *frontier.Item) (attempt, bool) {
 		skipped = false
 		pushed = pushed[:0]
 		cpID, usable, queued, err := m.counterpart(tx, cp, it.Depth, it.Via)
-		if err != nil || !usable || !m.det.Skip(key) {
-			return err
-		}
 		if queued != nil {
 			pushed = append(pushed, *queued)
+		}
+		if err != nil || !usable || !m.det.Skip(key) {
+			return err
 		}
 		skipped = true
 		return m.recordLeased(tx, it, key, cp, cpID)
@@ -91,6 +91,10 @@ func (m *mirrorRules) skipLeased(it *frontier.Item) (attempt, bool) {
 		return requeue, true
 	}
 	if !skipped {
+		// A verification pick: fetched after all. The counterpart queued
+		// for it is fetched too (it is marked seen: nothing else would
+		// queue it in this run).
+		e.push(pushed)
 		return attempt{}, false
 	}
 	e.countClass(storage.ClassMirrorSkipped, 1)
