@@ -125,7 +125,7 @@ func (ct *commitTx) record(p *storage.Page, c *pageContent, res *fetch.Result, d
 	if err := ct.tx.DeleteQueue(ct.it.Host, ct.it.Seq); err != nil {
 		return err
 	}
-	return ct.tx.PutMeta("requests", []byte(fmt.Sprint(ct.e.requests.Load())))
+	return ct.tx.PutMeta(storage.MetaRequests, []byte(fmt.Sprint(ct.e.requests.Load())))
 }
 
 // content records a page with content: its class, mirror evidence, links,

@@ -191,7 +191,7 @@ func TestCommitExactDuplicate(t *testing.T) {
 // counterpart must still reach the frontier, or it would stay in the queue
 // log, marked seen, unfetched until a resume.
 func TestSkipLeasedVerifyPushesCounterpart(t *testing.T) {
-	e, s, f := testEngine(t, Options{Mirror: decidedMirror(t, 1)})
+	e, s, f := testEngine(t, Options{Mirror: decidedMirror(t, true)})
 	const copyURL = "http://b.test/x"
 	e.f = &fakeFetcher{res: map[string]*fetch.Result{copyURL: htmlResult(copyURL, 200, pageBody)}}
 	it := frontier.Item{ID: s.NewID(), URL: copyURL, Host: "b.test", Seq: 1}

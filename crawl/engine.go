@@ -143,7 +143,7 @@ func NewShared(o Options, st Store, fr Frontier, f Fetcher, robots RobotsSource,
 		mr := &mirrorRules{e: e, det: o.Mirror}
 		e.mirror, e.links = mr, mirrorLinks{mr}
 	}
-	if b, err := st.GetMeta(e.sctx, "requests"); err == nil {
+	if b, err := st.GetMeta(e.sctx, storage.MetaRequests); err == nil {
 		var n int64
 		fmt.Sscan(string(b), &n)
 		e.requests.Store(n)
@@ -283,10 +283,10 @@ func (e *Engine) Run(ctx, hard context.Context) error {
 		return err
 	}
 	complete := ctx.Err() == nil && e.fr.Stats().Queued == 0
-	if err := e.st.PutMeta(e.sctx, "complete", []byte(fmt.Sprint(complete))); err != nil {
+	if err := e.st.PutMeta(e.sctx, storage.MetaComplete, []byte(fmt.Sprint(complete))); err != nil {
 		return fmt.Errorf("storage: %w", err)
 	}
-	return e.st.PutMeta(e.sctx, "finished", []byte(time.Now().UTC().Format(time.RFC3339Nano)))
+	return e.st.PutMeta(e.sctx, storage.MetaFinished, []byte(time.Now().UTC().Format(time.RFC3339Nano)))
 }
 
 func (e *Engine) setFatal(err error) {

@@ -25,10 +25,11 @@ func testEngine(t *testing.T, o Options) (*Engine, *fakeStore, *fakeFrontier) {
 }
 
 // decidedMirror returns a mirror detector that has decided b.test a
-// mirror of a.test (verifyEvery: one in so many skips is fetched instead).
-func decidedMirror(t *testing.T, verifyEvery int) *mirror.Detector {
+// mirror of a.test; with pickNext, the next URL it would skip is drawn for
+// the verification stream instead.
+func decidedMirror(t *testing.T, pickNext bool) *mirror.Detector {
 	t.Helper()
-	det := mirror.NewDetector(mirror.Options{VerifyEvery: verifyEvery})
+	det := mirror.NewDetector(mirror.Options{VerifyEvery: 2})
 	key := det.Propose("http://b.test/", "http://a.test/")
 	c, ok := det.Candidate(key)
 	if !ok {
@@ -37,6 +38,9 @@ func decidedMirror(t *testing.T, verifyEvery int) *mirror.Detector {
 	c.Decided, c.Mirror = true, mirror.SideA
 	if err := det.Restore([]mirror.Candidate{c}); err != nil {
 		t.Fatal(err)
+	}
+	if pickNext && !det.Skip(key) {
+		t.Fatal("the first URL under the decision was not skipped")
 	}
 	return det
 }
@@ -112,12 +116,12 @@ func TestLinkPolicy(t *testing.T) {
 			links: []string{"http://b.test/x"}, skips: []string{"http://b.test/x"}},
 		{name: "mirror: unknown counterpart queued, the copy waits on it", page: copyPage, mirror: mirror.NewDetector(mirror.Options{}),
 			links: []string{"http://b.test/x"}, queued: []string{"http://a.test/x"}, skips: []string{"http://b.test/x"}, skipped: 1},
-		{name: "mirror decided: a unique page's link on the mirror is skipped", page: onMirror, mirror: decidedMirror(t, 1000),
+		{name: "mirror decided: a unique page's link on the mirror is skipped", page: onMirror, mirror: decidedMirror(t, false),
 			setup: func(s *fakeStore) { known(s, "http://a.test/x", storage.ClassUnique) },
 			links: []string{"http://b.test/x"}, skips: []string{"http://b.test/x"}, skipped: 1},
-		{name: "mirror decided: unknown counterpart queued and used", page: onMirror, mirror: decidedMirror(t, 1000),
+		{name: "mirror decided: unknown counterpart queued and used", page: onMirror, mirror: decidedMirror(t, false),
 			links: []string{"http://b.test/x"}, queued: []string{"http://a.test/x"}, skips: []string{"http://b.test/x"}, skipped: 1},
-		{name: "mirror decided: a verification pick is fetched", page: onMirror, mirror: decidedMirror(t, 1),
+		{name: "mirror decided: a verification pick is fetched", page: onMirror, mirror: decidedMirror(t, true),
 			setup: func(s *fakeStore) { known(s, "http://a.test/x", storage.ClassUnique) },
 			links: []string{"http://b.test/x"}, queued: []string{"http://b.test/x"}, verify: true},
 		{name: "plain: a unique page on a would-be mirror queues its links", page: onMirror,

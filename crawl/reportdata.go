@@ -22,40 +22,30 @@ func ReportData(db *storage.DB, filter string, curve []report.CurvePoint) (*repo
 		Filter:             filter,
 		Curve:              curve,
 	}
-	skips, err := reportPages(d, db)
+	skips, err := reportPages(db, d)
 	if err != nil {
 		return nil, err
 	}
-	if err := reportMirrors(d, db, skips); err != nil {
+	if err := reportMirrors(db, d, skips); err != nil {
 		return nil, fmt.Errorf("mirror evidence: %w", err)
 	}
-	if err := reportHostNotes(d, db); err != nil {
+	if err := reportHostNotes(db, d); err != nil {
 		return nil, err
 	}
 	if d.IrrelevantParams, err = paramReport(db); err != nil {
 		return nil, err
 	}
-	if b, err := db.GetMeta("requests"); err == nil {
-		d.Stats.Requests, _ = strconv.Atoi(string(b))
-	}
-	if b, err := db.GetMeta("started"); err == nil {
-		d.Stats.Started, _ = time.Parse(time.RFC3339Nano, string(b))
-	}
-	if b, err := db.GetMeta("finished"); err == nil {
-		d.Stats.Finished, _ = time.Parse(time.RFC3339Nano, string(b))
-	}
-	if b, err := db.GetMeta("complete"); err == nil {
-		d.Stats.Complete = string(b) == "true"
-	}
+	reportRun(db, d)
 	return d, nil
 }
 
-// skipRec is a skip record: a URL skipped in favour of a counterpart.
+// skipRec is a mirror_skipped URL and the counterpart it waits on.
 type skipRec struct{ url, of string }
 
-// reportPages reads the page and skip records into d; it returns the skip
-// records by origin, to count what each mirror decision saved.
-func reportPages(d *report.Data, db *storage.DB) (map[string][]skipRec, error) {
+// reportPages adds the page and skip records to d, with the counts by class
+// and host, and returns the skip records by origin (to count what each
+// mirror decision saved).
+func reportPages(db *storage.DB, d *report.Data) (map[string][]skipRec, error) {
 	d.Stats.ByClass = map[string]int{}
 	for _, c := range storage.Classes {
 		d.Stats.ByClass[string(c)] = 0
@@ -88,8 +78,9 @@ func reportPages(d *report.Data, db *storage.DB) (map[string][]skipRec, error) {
 	return skips, nil
 }
 
-// reportMirrors adds the decided mirror candidates to d.
-func reportMirrors(d *report.Data, db *storage.DB, skips map[string][]skipRec) error {
+// reportMirrors adds the decided mirror candidates to d: mirrors, and
+// prefixes replicated within one host.
+func reportMirrors(db *storage.DB, d *report.Data, skips map[string][]skipRec) error {
 	return db.ForEachEvidence("mirror", func(_ string, v []byte) error {
 		var c mirror.Candidate
 		if err := json.Unmarshal(v, &c); err != nil {
@@ -126,8 +117,8 @@ func reportMirrors(d *report.Data, db *storage.DB, skips map[string][]skipRec) e
 	})
 }
 
-// reportHostNotes adds the hosts given up and the crawl delays capped to d.
-func reportHostNotes(d *report.Data, db *storage.DB) error {
+// reportHostNotes adds the hosts given up and the Crawl-delays capped.
+func reportHostNotes(db *storage.DB, d *report.Data) error {
 	d.HostNotes = []report.HostNote{}
 	for _, kind := range []string{"giveup", "crawldelay"} {
 		err := db.ForEachEvidence(kind, func(host string, v []byte) error {
@@ -152,6 +143,22 @@ func reportHostNotes(d *report.Data, db *storage.DB) error {
 		}
 	}
 	return nil
+}
+
+// reportRun adds the run metadata: requests, start and end, completeness.
+func reportRun(db *storage.DB, d *report.Data) {
+	if b, err := db.GetMeta(storage.MetaRequests); err == nil {
+		d.Stats.Requests, _ = strconv.Atoi(string(b))
+	}
+	if b, err := db.GetMeta(storage.MetaStarted); err == nil {
+		d.Stats.Started, _ = time.Parse(time.RFC3339Nano, string(b))
+	}
+	if b, err := db.GetMeta(storage.MetaFinished); err == nil {
+		d.Stats.Finished, _ = time.Parse(time.RFC3339Nano, string(b))
+	}
+	if b, err := db.GetMeta(storage.MetaComplete); err == nil {
+		d.Stats.Complete = string(b) == "true"
+	}
 }
 
 // FilterName describes a supershingle filter for reports.
