@@ -30,6 +30,7 @@ targets=(
 	./fetch/:FuzzRobots
 	./dedup/:FuzzSign
 	./export/:FuzzWARCRoundTrip
+	./export/:FuzzMainText
 	./export/:FuzzReadWARC
 	./report/:FuzzTruncateMiddle
 	./internal/whatwgurl/:FuzzResolveHref
