@@ -69,37 +69,19 @@ type WARCOptions struct {
 	// out or reduced to a metadata record because its raw exchange cannot
 	// be read back from a damaged store (storage.ErrDamaged).
 	Damaged func(p *storage.Page)
+	// CDXJ, when set, receives the CDXJ index of the file (see cdxj.go):
+	// one line per response, revisit and metadata record, sorted, written
+	// once the WARC is complete. It is held in memory until then, some
+	// 300 bytes a record.
+	CDXJ io.Writer
+	// Filename names the WARC file in the CDXJ index (its base name, as
+	// replay tools find it in their collection).
+	Filename string
 }
 
 // WARCField is one named field of a WARC record header.
 type WARCField struct {
 	Name, Value string
-}
-
-// WARCRecord is one record read back by ReadWARC.
-type WARCRecord struct {
-	Version string      // "WARC/1.1"
-	Header  []WARCField // in file order
-	Block   []byte
-}
-
-// Get returns the first value of the named header field (case-insensitive).
-func (r *WARCRecord) Get(name string) string {
-	for _, f := range r.Header {
-		if strings.EqualFold(f.Name, name) {
-			return f.Value
-		}
-	}
-	return ""
-}
-
-// Type returns WARC-Type.
-func (r *WARCRecord) Type() string { return r.Get("WARC-Type") }
-
-// HTTPPayload splits an application/http block into its message header
-// (through the blank line) and its payload.
-func (r *WARCRecord) HTTPPayload() (header, payload []byte, err error) {
-	return splitHTTP(r.Block)
 }
 
 // ErrWARCFormat marks a malformed WARC stream.
@@ -179,10 +161,18 @@ func WARC(w io.Writer, st WARCStore, o WARCOptions) (records int, err error) {
 	if err != nil {
 		return ww.n, err
 	}
-	return ww.n, ww.flush()
+	if err := ww.flush(); err != nil {
+		return ww.n, err
+	}
+	if ww.index != nil {
+		return ww.n, ww.index.write(o.CDXJ)
+	}
+	return ww.n, nil
 }
 
 type warcWriter struct {
+	out      *countingWriter // under bw: the bytes flushed so far
+	index    *cdxjIndex      // nil: no CDXJ index
 	bw       *bufio.Writer
 	zw       *gzip.Writer // nil when uncompressed
 	o        WARCOptions
@@ -195,7 +185,11 @@ type warcWriter struct {
 }
 
 func newWARCWriter(w io.Writer, o WARCOptions) *warcWriter {
-	ww := &warcWriter{bw: bufio.NewWriterSize(w, 1<<16), o: o, rand: o.Rand, tailCRLF: []byte("\r\n\r\n")}
+	cw := &countingWriter{w: w}
+	ww := &warcWriter{out: cw, bw: bufio.NewWriterSize(cw, 1<<16), o: o, rand: o.Rand, tailCRLF: []byte("\r\n\r\n")}
+	if o.CDXJ != nil {
+		ww.index = newCDXJIndex(o.Filename)
+	}
 	if ww.rand == nil {
 		ww.rand = rand.Reader
 	}
@@ -239,6 +233,7 @@ func (ww *warcWriter) record(fields []WARCField, contentType string, block ...[]
 	writeField(&ww.hdr, "Content-Length", strconv.Itoa(size))
 	ww.hdr.WriteString("\r\n")
 
+	start := ww.offset()
 	var out io.Writer = ww.bw
 	if ww.zw != nil {
 		ww.zw.Reset(ww.bw)
@@ -261,7 +256,29 @@ func (ww *warcWriter) record(fields []WARCField, contentType string, block ...[]
 		}
 	}
 	ww.n++
+	if ww.index != nil && len(block) > 0 {
+		length := ww.offset() - start
+		if ww.zw == nil {
+			length -= int64(len(ww.tailCRLF)) // a plain record's length ends with its block, as warcio counts it
+		}
+		return ww.index.add(fields, contentType, block[0], start, length)
+	}
 	return nil
+}
+
+// offset is where the next record starts in the output.
+func (ww *warcWriter) offset() int64 { return ww.out.n + int64(ww.bw.Buffered()) }
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func (ww *warcWriter) damaged(p *storage.Page) {
@@ -309,7 +326,7 @@ func (ww *warcWriter) warcinfo(st WARCStore) error {
 	writeField(&b, "software", software)
 	writeField(&b, "format", "WARC File Format 1.1")
 	writeField(&b, "conformsTo", warcConformsTo)
-	for _, name := range []string{"started", "finished"} {
+	for _, name := range []string{storage.MetaStarted, storage.MetaFinished} {
 		v, err := meta(st, name)
 		if err != nil {
 			return err
@@ -318,7 +335,7 @@ func (ww *warcWriter) warcinfo(st WARCStore) error {
 			writeField(&b, name, v)
 		}
 	}
-	seeds, err := meta(st, "seeds")
+	seeds, err := meta(st, storage.MetaSeeds)
 	if err != nil {
 		return err
 	}
@@ -575,108 +592,4 @@ func splitHTTP(msg []byte) (header, payload []byte, err error) {
 		return nil, nil, fmt.Errorf("%w: HTTP message without the blank line after its header", ErrWARCFormat)
 	}
 	return msg[:i+4], msg[i+4:], nil
-}
-
-// maxWARCHeader bounds one record header, so a corrupt stream cannot make
-// ReadWARC buffer without limit.
-const maxWARCHeader = 1 << 20
-
-// ReadWARC parses a WARC stream (plain, or gzip with any number of members)
-// into its records. It checks each record's version line, Content-Length,
-// the CRLF CRLF after the block, and WARC-Block-Digest when it is a sha1
-// digest.
-func ReadWARC(r io.Reader) ([]WARCRecord, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
-	magic, err := br.Peek(2)
-	if err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, fmt.Errorf("warc: %w", err)
-		}
-		defer zr.Close()
-		br = bufio.NewReaderSize(zr, 1<<16)
-	}
-	var out []WARCRecord
-	for {
-		if _, err := br.Peek(1); err == io.EOF {
-			return out, nil
-		}
-		rec, err := readRecord(br)
-		if err != nil {
-			return out, fmt.Errorf("warc: record %d: %w", len(out)+1, err)
-		}
-		out = append(out, rec)
-	}
-}
-
-func readRecord(br *bufio.Reader) (WARCRecord, error) {
-	var rec WARCRecord
-	read := 0
-	line := func() (string, error) {
-		s, err := br.ReadString('\n')
-		read += len(s)
-		if read > maxWARCHeader {
-			return "", fmt.Errorf("%w: header longer than %d bytes", ErrWARCFormat, maxWARCHeader)
-		}
-		if err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return "", fmt.Errorf("%w: %w", ErrWARCFormat, err)
-		}
-		if !strings.HasSuffix(s, "\r\n") {
-			return "", fmt.Errorf("%w: header line not ended by CRLF", ErrWARCFormat)
-		}
-		return s[:len(s)-2], nil
-	}
-	v, err := line()
-	if err != nil {
-		return rec, err
-	}
-	if v != "WARC/1.1" && v != "WARC/1.0" {
-		return rec, fmt.Errorf("%w: version line %q", ErrWARCFormat, v)
-	}
-	rec.Version = v
-	for {
-		s, err := line()
-		if err != nil {
-			return rec, err
-		}
-		if s == "" {
-			break
-		}
-		if s[0] == ' ' || s[0] == '\t' {
-			if len(rec.Header) == 0 {
-				return rec, fmt.Errorf("%w: continuation line before any field", ErrWARCFormat)
-			}
-			f := &rec.Header[len(rec.Header)-1]
-			f.Value += " " + strings.TrimSpace(s)
-			continue
-		}
-		name, value, ok := strings.Cut(s, ":")
-		if !ok || name == "" || strings.ContainsAny(name, " \t") {
-			return rec, fmt.Errorf("%w: header line %q", ErrWARCFormat, s)
-		}
-		rec.Header = append(rec.Header, WARCField{Name: name, Value: strings.TrimSpace(value)})
-	}
-	cl := rec.Get("Content-Length")
-	size, err := strconv.ParseInt(cl, 10, 64)
-	if err != nil || size < 0 {
-		return rec, fmt.Errorf("%w: Content-Length %q", ErrWARCFormat, cl)
-	}
-	var block bytes.Buffer
-	if n, err := io.CopyN(&block, br, size); err != nil {
-		return rec, fmt.Errorf("%w: block is %d bytes, Content-Length says %d", ErrWARCFormat, n, size)
-	}
-	rec.Block = block.Bytes()
-	var tail [4]byte
-	if _, err := io.ReadFull(br, tail[:]); err != nil || string(tail[:]) != "\r\n\r\n" {
-		return rec, fmt.Errorf("%w: block not followed by CRLF CRLF (wrong Content-Length?)", ErrWARCFormat)
-	}
-	if d := rec.Get("WARC-Block-Digest"); strings.HasPrefix(strings.ToLower(d), "sha1:") {
-		if got := WARCDigest(rec.Block); !strings.EqualFold(got[5:], d[5:]) {
-			return rec, fmt.Errorf("%w: WARC-Block-Digest %s, block hashes to %s", ErrWARCFormat, d, got)
-		}
-	}
-	return rec, nil
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/horseshoe-crawler/horseshoe/internal/warcread"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
 
@@ -187,15 +188,15 @@ func TestWARCLayout(t *testing.T) {
 			if gz := len(out) > 2 && out[0] == 0x1f && out[1] == 0x8b; gz == tc.plain {
 				t.Fatalf("gzip output = %v, want %v", gz, !tc.plain)
 			}
-			recs, err := ReadWARC(bytes.NewReader(out))
+			recs, err := readWARC(bytes.NewReader(out))
 			if err != nil {
-				t.Fatalf("ReadWARC: %v", err)
+				t.Fatalf("readWARC: %v", err)
 			}
 			want := wantRecords(tc.dups)
 			if n != len(recs) || n != len(want) {
 				t.Fatalf("WARC returned %d, read %d records, want %d", n, len(recs), len(want))
 			}
-			byID := map[string]*WARCRecord{}
+			byID := map[string]*warcRecord{}
 			for i := range recs {
 				r := &recs[i]
 				if r.Version != "WARC/1.1" {
@@ -242,7 +243,7 @@ func TestWARCLayout(t *testing.T) {
 
 // checkPairs checks request/response/revisit/metadata records against the
 // fixture pages they came from.
-func checkPairs(t *testing.T, recs []WARCRecord, byID map[string]*WARCRecord, fps []fixturePage) {
+func checkPairs(t *testing.T, recs []warcRecord, byID map[string]*warcRecord, fps []fixturePage) {
 	t.Helper()
 	page := map[string]fixturePage{}
 	for _, fp := range fps {
@@ -252,7 +253,7 @@ func checkPairs(t *testing.T, recs []WARCRecord, byID map[string]*WARCRecord, fp
 		}
 		page[u] = fp
 	}
-	origResp := map[string]*WARCRecord{} // uri -> response record
+	origResp := map[string]*warcRecord{} // uri -> response record
 	for i := range recs {
 		if recs[i].Type() == "response" {
 			origResp[recs[i].Get("WARC-Target-URI")] = &recs[i]
@@ -343,7 +344,7 @@ func TestWARCOneGzipMemberPerRecord(t *testing.T) {
 		if i+1 < len(offsets) {
 			end = offsets[i+1]
 		}
-		recs, err := ReadWARC(bytes.NewReader(out[off:end]))
+		recs, err := readWARC(bytes.NewReader(out[off:end]))
 		if err != nil || len(recs) != 1 {
 			t.Fatalf("member %d at %d: %d records, %v", i, off, len(recs), err)
 		}
@@ -377,11 +378,11 @@ func TestWARCExactDuplicateOfUnwrittenOriginal(t *testing.T) {
 	fps := fixture()
 	fps[0].page.HasRaw = false // the original of page 3 has no raw exchange
 	out, _ := writeFixture(t, newMemStore(fps), WARCOptions{IncludeDuplicates: true})
-	recs, err := ReadWARC(bytes.NewReader(out))
+	recs, err := readWARC(bytes.NewReader(out))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rev *WARCRecord
+	var rev *warcRecord
 	for i := range recs {
 		if recs[i].Type() == "revisit" {
 			rev = &recs[i]
@@ -403,7 +404,7 @@ func TestWARCFieldsCannotInjectHeaders(t *testing.T) {
 	fps[0].page.URL = "http://a.test/x\r\nWARC-Type: evil"
 	fps[0].page.RemoteIP = "1.2.3.4\nX: y"
 	out, _ := writeFixture(t, newMemStore(fps), WARCOptions{Settings: map[string]string{"k": "v\r\n\r\nWARC/1.1"}})
-	recs, err := ReadWARC(bytes.NewReader(out))
+	recs, err := readWARC(bytes.NewReader(out))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,12 +455,12 @@ func TestReadWARCRejects(t *testing.T) {
 					zw.Close()
 					in = b.Bytes()
 				}
-				recs, err := ReadWARC(bytes.NewReader(in))
+				recs, err := readWARC(bytes.NewReader(in))
 				if (err != nil) != tc.wantErr || len(recs) != tc.records {
 					t.Errorf("gzip=%v: %d records, err %v; want %d records, error %v", gz, len(recs), err, tc.records, tc.wantErr)
 				}
-				if err != nil && !errors.Is(err, ErrWARCFormat) && !tc.wantErr {
-					t.Errorf("gzip=%v: error %v is not ErrWARCFormat", gz, err)
+				if err != nil && !errors.Is(err, warcread.ErrFormat) && !tc.wantErr {
+					t.Errorf("gzip=%v: error %v is not warcread.ErrFormat", gz, err)
 				}
 			}
 		})
@@ -541,9 +542,9 @@ func FuzzWARCRoundTrip(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		recs, err := ReadWARC(&buf)
+		recs, err := readWARC(&buf)
 		if err != nil {
-			t.Fatalf("ReadWARC: %v", err)
+			t.Fatalf("readWARC: %v", err)
 		}
 		want := []string{"warcinfo", "request", "response"}
 		if dups {
@@ -629,7 +630,7 @@ func BenchmarkReadWARC(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(buf.Len()))
 	for b.Loop() {
-		if _, err := ReadWARC(bytes.NewReader(buf.Bytes())); err != nil {
+		if _, err := readWARC(bytes.NewReader(buf.Bytes())); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -651,7 +652,7 @@ func TestSafeURI(t *testing.T) {
 	}
 }
 
-// FuzzReadWARC: arbitrary input never panics, and whatever ReadWARC accepts
+// FuzzReadWARC: arbitrary input never panics, and whatever readWARC accepts
 // has blocks matching their Content-Length.
 func FuzzReadWARC(f *testing.F) {
 	f.Add([]byte("WARC/1.1\r\nContent-Length: 2\r\n\r\nhi\r\n\r\n"))
@@ -659,7 +660,7 @@ func FuzzReadWARC(f *testing.F) {
 	out, _ := writeFixture(f, newMemStore(fixture()), WARCOptions{IncludeDuplicates: true, Uncompressed: true})
 	f.Add(out)
 	f.Fuzz(func(t *testing.T, in []byte) {
-		recs, _ := ReadWARC(bytes.NewReader(in))
+		recs, _ := readWARC(bytes.NewReader(in))
 		for _, r := range recs {
 			if fmt.Sprint(len(r.Block)) != strings.TrimLeft(r.Get("Content-Length"), "+0") && len(r.Block) != 0 {
 				t.Fatalf("block of %d bytes, Content-Length %q", len(r.Block), r.Get("Content-Length"))
@@ -680,7 +681,7 @@ func ExampleWARC() {
 		fmt.Println(err)
 		return
 	}
-	recs, err := ReadWARC(&buf)
+	recs, err := readWARC(&buf)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -130,7 +130,7 @@ func TestWARCWithWarcio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ours, err := ReadWARC(bytes.NewReader(data))
+	ours, err := readWARC(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -194,12 +194,16 @@ type policyDialer struct {
 	policy   *AddrPolicy // nil: any address
 	resolver Resolver
 	dial     dialFunc
+	proxies  []string // host:port of the configured proxies, connected to without the policy
 }
 
 func (d *policyDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(address)
 	if err != nil {
 		return nil, &net.OpError{Op: "dial", Net: network, Err: err}
+	}
+	if slices.ContainsFunc(d.proxies, func(p string) bool { return strings.EqualFold(p, address) }) {
+		return d.dial(ctx, network, address) // the user named the proxy: its address is not judged
 	}
 	refuse := func(err error) error {
 		return &net.OpError{Op: "dial", Net: network, Err: fmt.Errorf("refused by the address policy: %w", err)}
@@ -275,6 +279,7 @@ func (f *Fetcher) CheckHost(host string) error {
 // AllowEntries adds entries (IP addresses, CIDR prefixes or host names, as in the fetch.allow_addresses
 // setting) to the policy's Allow and AllowHosts.
 func (p *AddrPolicy) AllowEntries(entries []string) error {
+	var errs []error
 	for _, e := range entries {
 		if a, err := netip.ParseAddr(e); err == nil {
 			p.Allow = append(p.Allow, netip.PrefixFrom(normalAddr(a), normalAddr(a).BitLen()))
@@ -284,12 +289,13 @@ func (p *AddrPolicy) AllowEntries(entries []string) error {
 			p.Allow = append(p.Allow, pr.Masked())
 			continue
 		}
-		if e == "" || strings.ContainsAny(e, "/ :[]") {
-			return fmt.Errorf("allow %q: not an IP address, a CIDR prefix or a host name", e)
+		if !validHostName(e) {
+			errs = append(errs, fmt.Errorf("allow %q: not an IP address, a CIDR prefix or a host name", e))
+			continue
 		}
 		p.AllowHosts = append(p.AllowHosts, normalHost(e))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // AllowSeeds lets the policy through to the seeds' own addresses, and nothing more: a seed whose

@@ -23,6 +23,7 @@ const (
 	ClassScheme   = "scheme"
 	ClassPrivate  = "private"
 	ClassCanceled = "canceled"
+	ClassProxy    = "proxy"
 	ClassOther    = "other"
 )
 
@@ -67,6 +68,9 @@ func classify(parent context.Context, err error) string {
 			return ClassTimeout
 		}
 		return ClassCanceled
+	}
+	if errors.Is(err, ErrProxy) {
+		return ClassProxy
 	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {

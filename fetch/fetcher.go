@@ -42,7 +42,8 @@ type Result struct {
 	ContentType   string        // media type, lower-case, no parameters ("" if the header is absent)
 	IsHTML        bool          // text/html or application/xhtml+xml (sniffed when the header is absent)
 	Truncated     bool          // the body was longer than MaxBodySize; RawBody holds the first MaxBodySize bytes
-	RemoteIP      string        // server IP actually connected to, "" if unknown
+	RemoteIP      string        // server IP actually connected to, "" if unknown or through a proxy
+	Proxy         string        // the proxy the response came through (credentials removed), "" if direct
 	FetchedAt     time.Time     // when the request started
 	Duration      time.Duration // time to full body
 	RetryAfter    time.Duration // from Retry-After (delta-seconds or HTTP-date), 0 if absent/invalid
@@ -171,6 +172,7 @@ func (f *Fetcher) do(parent context.Context, rawURL string, maxRedirects int, ma
 	reqHeader := st.reqHeader
 	proto := st.proto
 	remoteIP := st.remoteIP
+	proxy := st.proxy
 	capture := st.body
 	st.mu.Unlock()
 
@@ -207,6 +209,9 @@ func (f *Fetcher) do(parent context.Context, rawURL string, maxRedirects int, ma
 		FetchedAt:     start,
 		Duration:      dur,
 		RetryAfter:    ParseRetryAfter(header.Get("Retry-After"), time.Now()),
+	}
+	if proxy != nil {
+		res.RemoteIP, res.Proxy = "", proxy.Redacted()
 	}
 	if len(redirects) > 0 {
 		res.Redirects = append([]string{rawURL}, redirects[1:]...)

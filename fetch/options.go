@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"time"
 )
 
@@ -51,6 +52,9 @@ type Options struct {
 	Policy      AddrPolicy // what DenyPrivate lets through besides public addresses
 	// Resolver resolves host names for the built-in transport; default net.DefaultResolver.
 	Resolver Resolver
+	// Proxy routes requests (robots.txt included) through proxies; the zero value connects
+	// directly. See ProxyConfig and ProxySettings. Not used with an injected Transport.
+	Proxy ProxyConfig
 	// Transport replaces the built-in transport (see NewTransport). With DenyPrivate, an injected
 	// transport cannot be checked at dial time; fetch then still refuses the response when the
 	// connection's remote IP (seen through httptrace) is private, but the request has been sent.
@@ -122,6 +126,14 @@ func (o Options) Validate() error {
 	for _, p := range o.Policy.Allow {
 		if !p.IsValid() {
 			errs = append(errs, fmt.Errorf("policy: allowed prefix %v is not valid", p))
+		}
+	}
+	for _, p := range []*url.URL{o.Proxy.HTTP, o.Proxy.HTTPS} {
+		if p == nil {
+			continue
+		}
+		if _, err := ParseProxyURL(p.String()); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -12,12 +12,13 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
 )
 
-// NewTransport returns the transport New uses when Options.Transport is nil: no proxy, dial,
+// NewTransport returns the transport New uses when Options.Transport is nil: o.Proxy, dial,
 // TLS-handshake and response-header timeouts derived from o.Timeout, bounded idle pools, HTTP/2
 // attempted, transparent decompression off (fetch decodes Content-Encoding itself, bounded), and,
 // with o.DenyPrivate, every address checked against o.Policy after name resolution (through
@@ -30,8 +31,7 @@ func NewTransport(o Options) *http.Transport {
 	if o.DenyPrivate {
 		pd.policy = &o.Policy
 	}
-	return &http.Transport{
-		Proxy:                  nil,
+	t := &http.Transport{
 		DialContext:            pd.DialContext,
 		ForceAttemptHTTP2:      true,
 		TLSHandshakeTimeout:    dialTimeout,
@@ -43,6 +43,17 @@ func NewTransport(o Options) *http.Transport {
 		MaxResponseHeaderBytes: 1 << 20,
 		DisableCompression:     true,
 	}
+	if o.Proxy.enabled() {
+		pc := &proxyChooser{cfg: o.Proxy, policy: pd.policy, resolver: o.Resolver}
+		t.Proxy = pc.proxy
+		t.OnProxyConnectResponse = onConnectResponse
+		for _, p := range []*url.URL{o.Proxy.HTTP, o.Proxy.HTTPS} {
+			if p != nil {
+				pd.proxies = append(pd.proxies, proxyAddr(p))
+			}
+		}
+	}
+	return t
 }
 
 var nonPublicPrefixes = []netip.Prefix{
@@ -93,6 +104,8 @@ type reqState struct {
 	reqHeader  http.Header  // headers of the last request sent
 	proto      string       // protocol of the last response
 	remoteIP   string       // remote IP of the last connection used
+	connected  bool         // a connection was had (GotConn) for the last request
+	proxy      *url.URL     // the proxy of the last request; nil: direct
 	body       *captureBody // body of the last response
 	redirErr   error        // error raised by the redirect policy
 	lastStatus int
@@ -117,6 +130,7 @@ func (st *reqState) trace() *httptrace.ClientTrace {
 			}
 			st.mu.Lock()
 			st.remoteIP = ip
+			st.connected = true
 			st.mu.Unlock()
 		},
 	}
@@ -166,13 +180,29 @@ type recordingTransport struct {
 }
 
 func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	st := stateFrom(req.Context())
+	if st != nil {
+		st.mu.Lock()
+		st.connected, st.proxy = false, nil
+		st.mu.Unlock()
+	}
 	resp, err := t.inner.RoundTrip(req)
+	if st == nil {
+		return resp, err
+	}
+	st.mu.Lock()
+	proxy, connected := st.proxy, st.connected
+	st.mu.Unlock()
 	if err != nil {
+		if proxy != nil {
+			err = proxyFailure(proxy, connected, err)
+		}
 		return nil, err
 	}
-	st := stateFrom(req.Context())
-	if st == nil {
-		return resp, nil
+	if proxy != nil && resp.StatusCode == http.StatusProxyAuthRequired && req.URL.Scheme == "http" &&
+		(proxy.Scheme == "http" || proxy.Scheme == "https") {
+		resp.Body.Close()
+		return nil, &ProxyError{Proxy: proxy.Redacted(), Err: fmt.Errorf("answered %q%s", resp.Status, authHint(resp.StatusCode))}
 	}
 	st.mu.Lock()
 	st.reqHeader = req.Header.Clone()
@@ -186,7 +216,7 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	remote := st.remoteIP
 	st.mu.Unlock()
 
-	if st.policy != nil && remote != "" && !st.policy.hostAllowed(req.URL.Hostname()) {
+	if st.policy != nil && proxy == nil && remote != "" && !st.policy.hostAllowed(req.URL.Hostname()) {
 		if a, perr := netip.ParseAddr(remote); perr == nil {
 			if err := st.policy.CheckAddr(a); err != nil {
 				resp.Body.Close()

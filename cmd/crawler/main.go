@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/horseshoe-crawler/horseshoe/configs"
 )
 
 // usageError marks errors caused by how the command was called (exit 2).
@@ -24,7 +26,7 @@ const usage = `Horseshoe: a polite web crawler that drops exact and near-duplica
 
 Usage:
   crawler crawl  [--config FILE] [--data DIR] [--seeds FILE] [--serve ADDR] [flags] [URL ...]
-  crawler export --data DIR --format jsonl|warc --out PATH [--all] [--include-duplicates]
+  crawler export --data DIR --format jsonl|warc --out PATH [--all] [--include-duplicates] [--cdx PATH]
   crawler report --data DIR [--format text|json|html] [--out PATH]
   crawler serve  --data DIR [--addr 127.0.0.1:8080]   the HTML report and /metrics over HTTP
   crawler dedup curve [--config FILE] [--filter altavista|bing] [--pairs N]
@@ -81,7 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "demo":
 		return cmdDemo(ctx, rest, stdout, stderr)
 	case "config":
-		_, err := stdout.Write(defaultConfig())
+		_, err := stdout.Write(configs.DefaultYAML())
 		return err
 	case "version":
 		fmt.Fprintln(stdout, "horseshoe", version)

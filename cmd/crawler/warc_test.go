@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,8 @@ import (
 
 	"github.com/horseshoe-crawler/horseshoe/configs"
 	"github.com/horseshoe-crawler/horseshoe/export"
+	"github.com/horseshoe-crawler/horseshoe/internal/warcread"
+	"github.com/horseshoe-crawler/horseshoe/session"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
 
@@ -75,7 +79,7 @@ func TestExportWARC(t *testing.T) {
 					}
 				}
 				if tc.config != nil {
-					return tx.PutMeta("config", tc.config)
+					return tx.PutMeta(storage.MetaConfig, tc.config)
 				}
 				return nil
 			})
@@ -83,11 +87,11 @@ func TestExportWARC(t *testing.T) {
 				t.Fatal(err)
 			}
 			var buf bytes.Buffer
-			n, err := exportWARC(db, &buf, tc.dups, nil)
+			n, err := session.ExportWARC(db, &buf, export.WARCOptions{IncludeDuplicates: tc.dups, Software: "Horseshoe/" + version}, "")
 			if err != nil {
 				t.Fatal(err)
 			}
-			recs, err := export.ReadWARC(&buf)
+			recs, err := warcread.Read(&buf)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -125,11 +129,12 @@ func TestCorpusWARCExport(t *testing.T) {
 	}
 	defer db.Close()
 	path := filepath.Join(t.TempDir(), "corpus.warc.gz")
+	cdxPath := filepath.Join(t.TempDir(), "corpus.cdxj")
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := exportWARC(db, f, true, nil)
+	n, err := session.ExportWARC(db, f, export.WARCOptions{IncludeDuplicates: true, Software: "Horseshoe/" + version, Filename: "corpus.warc.gz"}, cdxPath)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -162,7 +167,7 @@ func TestCorpusWARCExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := export.ReadWARC(bytes.NewReader(data))
+	recs, err := warcread.Read(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,5 +202,82 @@ func TestCorpusWARCExport(t *testing.T) {
 	}
 	if lines := strings.Count(stdout.String(), "\n"); lines != n {
 		t.Errorf("warcio index lists %d records, we wrote %d", lines, n)
+	}
+
+	// The CDXJ index written beside the WARC is warcio's cdx-index of it, sorted.
+	stdout.Reset()
+	cmd = exec.Command(bin, "cdx-index", path)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil || stderr.Len() > 0 {
+		t.Fatalf("warcio cdx-index: %v\n%s", err, stderr.String())
+	}
+	theirs := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	slices.Sort(theirs)
+	cdx, err := os.ReadFile(cdxPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := strings.Split(strings.TrimSpace(string(cdx)), "\n")
+	if want := count["response"] + count["revisit"] + count["metadata"]; len(ours) != want || len(theirs) != want {
+		t.Fatalf("CDXJ: %d lines, warcio %d, want %d", len(ours), len(theirs), want)
+	}
+	diff := 0
+	for i := range ours {
+		if ours[i] != theirs[i] {
+			if diff++; diff <= 5 {
+				t.Errorf("CDXJ line %d:\nours   %s\nwarcio %s", i, ours[i], theirs[i])
+			}
+		}
+	}
+	t.Logf("CDXJ: %d lines, %d differ from warcio's", len(ours), diff)
+}
+
+// TestExportCDXFlag: `export --format warc --cdx` writes the index naming the WARC file;
+// --cdx without a WARC file to name is a usage error.
+func TestExportCDXFlag(t *testing.T) {
+	fps := []storage.Page{{ID: 1, URL: "http://www.a.test/x?b=1&a=2", Class: storage.ClassUnique, Status: 200,
+		FetchedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), HasRaw: true}}
+	data := t.TempDir()
+	db, err := storage.Open(data, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *storage.Tx) error {
+		if err := tx.PutPage(&fps[0]); err != nil {
+			return err
+		}
+		return tx.PutRaw(1, []byte("GET /x?b=1&a=2 HTTP/1.1\r\nHost: www.a.test\r\n\r\n"),
+			[]byte("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\nhello"))
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	out, cdx := filepath.Join(dir, "site.warc.gz"), filepath.Join(dir, "site.cdxj")
+	var so, se bytes.Buffer
+	if err := run(context.Background(), []string{"export", "--data", data, "--format", "warc", "--out", out, "--cdx", cdx}, &so, &se); err != nil {
+		t.Fatalf("export: %v\n%s", err, se.String())
+	}
+	got, err := os.ReadFile(cdx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	warc, _ := os.ReadFile(out)
+	line := strings.TrimSpace(string(got))
+	if !strings.HasPrefix(line, "test,a)/x?a=2&b=1 20260102030405 {") || !strings.Contains(line, `"filename":"site.warc.gz"`) ||
+		strings.Count(string(got), "\n") != 1 || len(warc) == 0 {
+		t.Errorf("CDXJ:\n%s", got)
+	}
+	for _, args := range [][]string{
+		{"export", "--data", data, "--format", "jsonl", "--out", filepath.Join(dir, "x.jsonl"), "--cdx", cdx},
+		{"export", "--data", data, "--format", "warc", "--out", "-", "--cdx", cdx},
+	} {
+		err := run(context.Background(), args, &so, &se)
+		if err == nil || !strings.Contains(err.Error(), "--cdx needs") {
+			t.Errorf("%v: %v, want a usage error", args, err)
+		}
 	}
 }
