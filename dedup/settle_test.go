@@ -9,6 +9,7 @@ import (
 )
 
 func TestExactJaccard(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		a, b []uint64
@@ -41,6 +42,7 @@ func binomialCDF(n, l int, p float64) float64 {
 // TestSettleFloor checks the band's lower edge against its definition: the
 // largest L with P(Bin(n, t) < L) <= 1e-6, and the numbers the docs quote.
 func TestSettleFloor(t *testing.T) {
+	t.Parallel()
 	if got := settleFloor(84, 0.90); got != 60 {
 		t.Errorf("settleFloor(84, 0.90) = %d, want 60 (docs/DEDUP.md)", got)
 	}
@@ -104,6 +106,7 @@ func curveTable(pts []EndToEndPoint) string {
 // proposes 0.42 and 0.53, and fails this test; so does the threshold 0.95
 // this replaced, which drops none below 0.95.
 func TestEndToEndRecall(t *testing.T) {
+	t.Parallel()
 	const pairs = 2000
 	js := []float64{0.90, 0.93, 0.95, 0.97}
 	for _, preset := range []string{PresetAltaVista, PresetBing} {
@@ -133,6 +136,7 @@ func TestEndToEndRecall(t *testing.T) {
 // issue's bound) and not just below 0.90, where the sketch rule (76 of 84)
 // drops 0.07 of the pairs at J = 0.85 and 0.19 at J = 0.88 (AltaVista).
 func TestEndToEndPrecision(t *testing.T) {
+	t.Parallel()
 	const pairs = 1000
 	for _, preset := range []string{PresetAltaVista, PresetBing} {
 		t.Run(preset, func(t *testing.T) {
@@ -158,6 +162,7 @@ func TestEndToEndPrecision(t *testing.T) {
 // TestEndToEndCurvePairs: the constructed pairs have the exact Jaccard the
 // point reports, at least the J asked for and within 0.002 of it.
 func TestEndToEndCurvePairs(t *testing.T) {
+	t.Parallel()
 	d := newTestDetector(t, nil)
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, target := range []float64{0.3, 0.5, 0.79, 0.85, 0.9, 0.93, 0.95, 0.97, 0.99, 1} {
@@ -183,6 +188,7 @@ func TestEndToEndCurvePairs(t *testing.T) {
 // at most MaxSettle per page; a candidate the Settler cannot read falls back
 // to the sketch rule; a settled decision reports the exact similarity.
 func TestSettleBound(t *testing.T) {
+	t.Parallel()
 	base := benchTokens(3000, 40)
 	variants := make([][]string, 6)
 	for i := range variants {
