@@ -1,9 +1,14 @@
 package crawl
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"net/url"
+	"strings"
+	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/frontier"
 )
@@ -38,7 +43,7 @@ func (c *Crawl) CheckSeeds(seeds []string) error {
 			errs = append(errs, fmt.Errorf("seed %s: %w", s, err))
 			continue
 		}
-		if err := c.Fetcher.CheckHost(u.Host); err != nil {
+		if err := c.checkAddresses(u.Hostname()); err != nil {
 			errs = append(errs, fmt.Errorf("seed %s: refused by the address policy: %w", s, err))
 		}
 	}
@@ -63,4 +68,32 @@ func (c *Crawl) AddSeeds(seeds []string) (int, error) {
 		}
 	}
 	return c.Engine.Seed(seeds)
+}
+
+// checkAddresses checks host (no port) by the fetcher's address policy: an
+// IP literal or a metadata name as it is, a name by the addresses it
+// resolves to.
+func (c *Crawl) checkAddresses(host string) error {
+	if err := c.Fetcher.CheckHost(host); err != nil {
+		return err
+	}
+	if _, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return nil // a literal: judged
+	}
+	var r Resolver = net.DefaultResolver
+	if c.Engine.o.Resolver != nil {
+		r = c.Engine.o.Resolver
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	addrs, err := r.LookupIPAddr(ctx, host)
+	if err != nil {
+		return nil
+	}
+	for _, a := range addrs {
+		if err := c.Fetcher.CheckHost(a.IP.String()); err != nil {
+			return fmt.Errorf("%s resolves to %s: %w", host, a.IP, err)
+		}
+	}
+	return nil
 }
