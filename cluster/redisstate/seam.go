@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
@@ -462,4 +463,25 @@ func (f *Frontier) endedRaw(host, raw string) {
 	if found {
 		f.m.Finished(host)
 	}
+}
+
+// UseFrontier makes fr's leases end in the commits (see NewStore).
+func (s *Store) UseFrontier(fr *Frontier) { s.fr = fr }
+
+func (c *Crawl) seedsKey() string { return "hs:{" + c.name + "}:seeds" }
+
+// AddSeeds adds seeds to the crawl's and returns all of them, sorted: every
+// worker draws the crawl's scope around the same seeds.
+func (c *Crawl) AddSeeds(ctx context.Context, seeds []string) ([]string, error) {
+	pipe := c.rdb.TxPipeline()
+	for _, s := range seeds {
+		pipe.SAdd(ctx, c.seedsKey(), s)
+	}
+	all := pipe.SMembers(ctx, c.seedsKey())
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, wrap("seeds", err)
+	}
+	out := all.Val()
+	slices.Sort(out)
+	return out, nil
 }

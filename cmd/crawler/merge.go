@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/horseshoe-crawler/horseshoe/configs"
+	"github.com/horseshoe-crawler/horseshoe/crawl"
+	"github.com/horseshoe-crawler/horseshoe/export"
+	"github.com/horseshoe-crawler/horseshoe/internal/console"
+	"github.com/horseshoe-crawler/horseshoe/report"
+	"github.com/horseshoe-crawler/horseshoe/session"
+)
+
+// dataDirs is a --data flag given once or more: the data dirs of the workers
+// of one shared crawl (each holds the pages it fetched).
+type dataDirs []string
+
+func (d *dataDirs) String() string { return strings.Join(*d, ",") }
+func (d *dataDirs) Set(s string) error {
+	*d = append(*d, s)
+	return nil
+}
+
+// or returns the dirs given, or def when none was.
+func (d dataDirs) or(def string) []string {
+	if len(d) == 0 {
+		return []string{def}
+	}
+	return d
+}
+
+// mergedReport is one report of the workers' data dirs: their pages, mirrors
+// and notes together, the counts summed, the crawl's span from the first
+// start to the last finish, complete when every worker saw it end.
+func mergedReport(dirs []string, cfg configs.Config) (*report.Data, error) {
+	var all *report.Data
+	for _, dir := range dirs {
+		db, err := session.OpenExisting(dir)
+		if err != nil {
+			return nil, err
+		}
+		d, err := crawl.Report(db, cfg.Dedup)
+		db.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", dir, err)
+		}
+		if all == nil {
+			all = d
+			continue
+		}
+		s := &all.Stats
+		s.Pages += d.Stats.Pages
+		s.Requests += d.Stats.Requests
+		for c, n := range d.Stats.ByClass {
+			s.ByClass[c] += n
+		}
+		if d.Stats.Started.Before(s.Started) {
+			s.Started = d.Stats.Started
+		}
+		if d.Stats.Finished.After(s.Finished) {
+			s.Finished = d.Stats.Finished
+		}
+		s.Complete = s.Complete && d.Stats.Complete
+		all.Pages = append(all.Pages, d.Pages...)
+		all.Mirrors = append(all.Mirrors, d.Mirrors...)
+		all.ReplicatedPrefixes = append(all.ReplicatedPrefixes, d.ReplicatedPrefixes...)
+		all.HostNotes = append(all.HostNotes, d.HostNotes...)
+		all.IrrelevantParams = append(all.IrrelevantParams, d.IrrelevantParams...)
+		all.Damage = append(all.Damage, d.Damage...)
+	}
+	hosts := map[string]bool{}
+	for i := range all.Pages {
+		hosts[report.PageHost(&all.Pages[i])] = true
+	}
+	all.Stats.Hosts = len(hosts)
+	return all, nil
+}
+
+// mergedExport writes the export of each data dir in turn to out: JSONL
+// lines, or WARC files one after the other (a valid WARC: each part starts
+// with its warcinfo record).
+func mergedExport(dirs []string, format, out string, o export.JSONLOptions, wo export.WARCOptions, stdout io.Writer) (int, error) {
+	w, closeOut, err := console.Output(out, stdout)
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, dir := range dirs {
+		db, err := session.OpenExisting(dir)
+		if err != nil {
+			closeOut()
+			return total, err
+		}
+		var n int
+		if format == "warc" {
+			wo.Filename = filepath.Base(out)
+			n, err = session.ExportWARC(db, w, wo, "")
+		} else {
+			n, err = export.JSONL(w, db, o)
+		}
+		if err == nil {
+			err = session.DamageError(dir, db, "exported what could be read")
+		}
+		db.Close()
+		total += n
+		if err != nil {
+			closeOut()
+			return total, fmt.Errorf("export %s: %w", dir, err)
+		}
+	}
+	return total, closeOut()
+}
+

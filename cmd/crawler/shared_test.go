@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/internal/testtools/redistest"
+	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
+	"github.com/horseshoe-crawler/horseshoe/report"
+)
+
+// sharedSubset is the part of the real corpus the shared-crawl tests crawl
+// (about 2,100 of its 8,000 pages, to fit `make test` on two cores): the
+// git docs and their near-duplicate and partial-mirror hosts, the npm
+// versions, the man pages with their alias copies and their changed-footer
+// copy, and the large pages.
+var sharedSubset = map[string]bool{"127.0.0.4": true, "127.0.0.5": true, "127.0.0.6": true,
+	"127.0.0.10": true, "127.0.0.11": true, "127.0.0.12": true, "127.0.0.15": true}
+
+// sharedDelay is the politeness delay of the shared-crawl tests: long enough
+// that a request closer than it after another to one host is a fault, short
+// enough for the crawl to be quick.
+const sharedDelay = 10 * time.Millisecond
+
+func sharedWeb(t *testing.T) (*testweb.Web, []string) {
+	t.Helper()
+	root := corpusRoot(t)
+	_, manifest, err := testweb.Corpus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	web, err := testweb.Start(root, testweb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { web.Close() })
+	var seeds []string
+	for _, m := range manifest {
+		if sharedSubset[m.Host] {
+			seeds = append(seeds, web.URL(m.Host, m.Prefix))
+		}
+	}
+	return web, seeds
+}
+
+func crawlArgs(data string, seeds []string, extra ...string) []string {
+	args := append([]string{"crawl", "--data", data, "--delay", sharedDelay.String(), "--workers", "4", "--quiet"}, extra...)
+	return append(args, seeds...)
+}
+
+// uniqueContent is the URL of every page the export keeps (the unique
+// pages) by the SHA-256 of its body.
+func uniqueContent(t *testing.T, dirs ...string) map[string]string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "pages.jsonl")
+	args := []string{"export", "--format", "jsonl", "--out", out}
+	for _, d := range dirs {
+		args = append(args, "--data", d)
+	}
+	var so, se bytes.Buffer
+	if err := run(context.Background(), args, &so, &se); err != nil {
+		t.Fatalf("export: %v %s", err, se.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var r struct {
+			URL    string `json:"url"`
+			SHA256 string `json:"sha256"`
+		}
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatal(err)
+		}
+		if _, dup := m[r.SHA256]; dup {
+			t.Errorf("%s kept twice (%s, %s)", r.SHA256, m[r.SHA256], r.URL)
+		}
+		m[r.SHA256] = r.URL
+	}
+	return m
+}
+
+// sameContent checks that two crawls kept the same content: a body kept by
+// one and not the other is only allowed as the other choice of copy, that
+// is when the other crawl recorded that URL as a near duplicate (which copy
+// of a near-duplicate pair is fetched first, and kept, varies from run to
+// run). It returns how many such choices differ.
+func sameContent(t *testing.T, a, b map[string]string, ra, rb *report.Data) (choices int) {
+	t.Helper()
+	pa, pb := pagesByURL(ra), pagesByURL(rb)
+	for _, side := range []struct {
+		name       string
+		kept, othr map[string]string
+		other      map[string]report.Page
+	}{{"one process", a, b, pb}, {"the workers", b, a, pa}} {
+		for sha, u := range side.kept {
+			if _, ok := side.othr[sha]; ok {
+				continue
+			}
+			if p := side.other[u]; p.Class == "near_duplicate" {
+				choices++
+				continue
+			}
+			t.Errorf("%s kept %s (%s); the other crawl recorded it as %q and kept no page with its body", side.name, u, sha, side.other[u].Class)
+		}
+	}
+	return choices
+}
+
+func mergedReportOf(t *testing.T, dirs ...string) report.Data {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "report.json")
+	args := []string{"report", "--format", "json", "--out", out}
+	for _, d := range dirs {
+		args = append(args, "--data", d)
+	}
+	var so, se bytes.Buffer
+	if err := run(context.Background(), args, &so, &se); err != nil {
+		t.Fatalf("report: %v %s", err, se.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d report.Data
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// checkRequests: no URL requested twice (robots.txt apart: each worker keeps
+// its own robots.txt cache, so a host whose partition moves has it fetched
+// again; counted and returned), and no host sees a request start sooner
+// than the delay after the end of the one before, from the servers' log.
+func checkRequests(t *testing.T, reqs []testweb.Request) (robots int) {
+	t.Helper()
+	seen := map[string]int{}
+	byHost := map[string][]testweb.Request{}
+	for _, r := range reqs {
+		if r.Path == "/robots.txt" {
+			robots++
+		} else if seen[r.Host+r.Path]++; seen[r.Host+r.Path] == 2 {
+			t.Errorf("requested twice: http://%s%s", r.Host, r.Path)
+		}
+		byHost[r.Host] = append(byHost[r.Host], r)
+	}
+	for h, rs := range byHost {
+		sort.Slice(rs, func(i, j int) bool { return rs[i].Start.Before(rs[j].Start) })
+		for i := 1; i < len(rs); i++ {
+			if gap := rs[i].Start.Sub(rs[i-1].End); gap < sharedDelay-time.Millisecond {
+				t.Errorf("host %s: %s started %v after %s ended (delay %v)", h, rs[i].Path, gap, rs[i-1].Path, sharedDelay)
+			}
+		}
+	}
+	return robots
+}
+
+// TestSharedCrawlThreeWorkers: three workers of one crawl through a real
+// redis-server, each with its own data dir, crawl the corpus subset; the
+// merged export keeps the same content as one process's crawl, no URL is
+// requested twice, no host sees two requests closer than the delay, and the
+// merged report's classes are the single crawl's within the variation of
+// which copy is fetched first.
+func TestSharedCrawlThreeWorkers(t *testing.T) {
+	web, seeds := sharedWeb(t)
+	srv := redistest.Start(t, redistest.Options{})
+	tmp := t.TempDir()
+	single := filepath.Join(tmp, "single")
+	var so, se bytes.Buffer
+	cfgPath := filepath.Join(tmp, "nomirror.yaml")
+	if err := os.WriteFile(cfgPath, []byte("mirror:\n  enabled: false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(context.Background(), crawlArgs(single, seeds, "--config", cfgPath), &so, &se); err != nil {
+		t.Fatalf("single crawl: %v\n%s", err, se.String())
+	}
+	singleReqs := len(web.Requests())
+	start := time.Now()
+	dirs := make([]string, 3)
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	logs := make([]bytes.Buffer, 3)
+	for i := range dirs {
+		dirs[i] = filepath.Join(tmp, fmt.Sprintf("w%d", i))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var out bytes.Buffer
+			args := crawlArgs(dirs[i], seeds, "--redis", srv.URL(), "--crawl", "c3", "--config", cfgPath)
+			args = slices.DeleteFunc(args, func(a string) bool { return a == "--quiet" })
+			errs[i] = run(context.Background(), args, &out, &logs[i])
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("worker %d: %v\n%s", i, err, logs[i].String())
+		}
+	}
+	t.Logf("single crawl: %d requests; three workers: %d requests in %v", singleReqs, len(web.Requests())-singleReqs, time.Since(start))
+	robots := checkRequests(t, web.Requests()[singleReqs:])
+	t.Logf("robots.txt requests of the three workers: %d (%d hosts)", robots, len(sharedSubset))
+
+	sr, mr := mergedReportOf(t, single), mergedReportOf(t, dirs...)
+	want, got := uniqueContent(t, single), uniqueContent(t, dirs...)
+	choices := sameContent(t, want, got, &sr, &mr)
+	t.Logf("content kept: %d unique bodies by one process, %d by three workers; %d near-duplicate pairs kept the other copy", len(want), len(got), choices)
+	t.Logf("classes: single %v, merged %v", sr.Stats.ByClass, mr.Stats.ByClass)
+	for c, n := range sr.Stats.ByClass {
+		m := mr.Stats.ByClass[c]
+		if d := n - m; d > 2+n/50 || -d > 2+n/50 {
+			t.Errorf("class %s: %d in one process, %d merged", c, n, m)
+		}
+	}
+	for i, d := range dirs {
+		if n := len(mergedReportOf(t, d).Pages); n == 0 {
+			t.Errorf("worker %d kept no page; its log:\n%s", i, logs[i].String())
+		} else {
+			t.Logf("worker %d: %d page records", i, n)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
