@@ -246,6 +246,58 @@ func (t *seamTx) NewID() uint64 {
 	return id
 }
 
+// recordKey is the hash of the page summaries of ids id>>7<<7 to +127 (one
+// slot for all: a commit's keys stay in one server's reach, see Store).
+func (c *Crawl) recordKey(id uint64) string {
+	return "hs:{" + c.name + "/g}:" + strconv.FormatUint(id>>7, 36)
+}
+
+// summary is what other workers read of a page record (GetPage of a page
+// this worker did not fetch): what the engine decides on, not the content.
+func summary(p *storage.Page) *storage.Page {
+	return &storage.Page{ID: p.ID, URL: p.URL, FinalURL: p.FinalURL, Status: p.Status,
+		Class: p.Class, OriginalID: p.OriginalID, ErrorClass: p.ErrorClass}
+}
+
+// PutPage records p in the worker's data dir and its summary in Redis.
+func (t *seamTx) PutPage(p *storage.Page) error {
+	if err := t.Tx.PutPage(p); err != nil {
+		return err
+	}
+	b, err := json.Marshal(summary(p))
+	if err != nil {
+		return err
+	}
+	t.put('H', t.s.c.recordKey(p.ID), strconv.FormatUint(p.ID, 36), string(b))
+	return nil
+}
+
+// GetPage reads the record of a page this worker fetched, or the summary of
+// one another worker did.
+func (t *seamTx) GetPage(id uint64) (*storage.Page, error) {
+	p, err := t.Tx.GetPage(id)
+	if !errors.Is(err, storage.ErrNotFound) {
+		return p, err
+	}
+	v, ok, err := t.hget(t.s.c.recordKey(id), strconv.FormatUint(id, 36))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, storage.ErrNotFound
+	}
+	var q storage.Page
+	return &q, json.Unmarshal([]byte(v), &q)
+}
+
+func (t *seamTx) DeletePage(id uint64) error {
+	if err := t.Tx.DeletePage(id); err != nil {
+		return err
+	}
+	t.put('D', t.s.c.recordKey(id), strconv.FormatUint(id, 36), "")
+	return nil
+}
+
 // PutQueue queues it in the shared queue of its host (the list the
 // frontiers lease from); the sequence number is the local frontier's and is
 // not kept.

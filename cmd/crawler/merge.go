@@ -113,4 +113,3 @@ func mergedExport(dirs []string, format, out string, o export.JSONLOptions, wo e
 	}
 	return total, closeOut()
 }
-

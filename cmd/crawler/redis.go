@@ -104,7 +104,9 @@ func (w *worker) shared(sess *session.Session, r crawlRun) *crawl.Shared {
 	store := w.crawl.NewStore(sess.DB, w.crawl.NewIDs(), nil, r.logger.With("system", "redis"))
 	return &crawl.Shared{
 		Store: store,
-		Index: func(det *dedup.Detector) crawl.DuplicateIndex { return w.crawl.NewIndex(det, redisstate.DedupOptions{}) },
+		Index: func(det *dedup.Detector) crawl.DuplicateIndex {
+			return w.crawl.NewIndex(det, redisstate.DedupOptions{})
+		},
 		Frontier: func(fo frontier.Options, onNew func(string)) crawl.Frontier {
 			fr := w.crawl.NewFrontier(w.m, redisstate.FrontierOptions{Options: fo, OnNewHost: onNew,
 				Logger: r.logger.With("system", "frontier")})

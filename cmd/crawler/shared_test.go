@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -234,3 +235,101 @@ func TestSharedCrawlThreeWorkers(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestSharedCrawlKilledWorker: of two worker processes, one is killed with
+// SIGKILL mid-crawl and a third joins later; the crawl finishes with the
+// content one process keeps, and the requests above one process's crawl are
+// at most what the killed worker had in flight (its --workers).
+func TestSharedCrawlKilledWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crawls the corpus subset twice")
+	}
+	bin := buildSignalCrawler(t)
+	web, seeds := sharedWeb(t)
+	srv := redistest.Start(t, redistest.Options{})
+	tmp := t.TempDir()
+	cfgPath := filepath.Join(tmp, "nomirror.yaml")
+	if err := os.WriteFile(cfgPath, []byte("mirror:\n  enabled: false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	single := filepath.Join(tmp, "single")
+	var so, se bytes.Buffer
+	if err := run(context.Background(), crawlArgs(single, seeds, "--config", cfgPath), &so, &se); err != nil {
+		t.Fatalf("single crawl: %v\n%s", err, se.String())
+	}
+	singleReqs := web.Requests()
+	dirs := []string{filepath.Join(tmp, "a"), filepath.Join(tmp, "b"), filepath.Join(tmp, "c")}
+	start := func(dir string) (*exec.Cmd, *bytes.Buffer) {
+		var log bytes.Buffer
+		cmd := exec.Command(bin, crawlArgs(dir, seeds, "--redis", srv.URL(), "--crawl", "k", "--config", cfgPath)...)
+		cmd.Stdout, cmd.Stderr = &log, &log
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd, &log
+	}
+	a, _ := start(dirs[0])
+	b, logB := start(dirs[1])
+	// Kill a once the crawl is well under way.
+	deadline := time.Now().Add(2 * time.Minute)
+	for len(web.Requests()) < len(singleReqs)+400 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := a.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	a.Wait()
+	killedAt := len(web.Requests()) - len(singleReqs)
+	time.Sleep(2 * time.Second)
+	c, logC := start(dirs[2])
+	done := make(chan error, 2)
+	go func() { done <- b.Wait() }()
+	go func() { done <- c.Wait() }()
+	for range 2 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("worker: %v\nb:\n%s\nc:\n%s", err, logB, logC)
+			}
+		case <-time.After(4 * time.Minute):
+			b.Process.Kill()
+			c.Process.Kill()
+			t.Fatalf("workers did not finish\nb:\n%s\nc:\n%s", logB, logC)
+		}
+	}
+	reqs := web.Requests()[len(singleReqs):]
+	pages := func(rs []testweb.Request) int {
+		n := 0
+		for _, r := range rs {
+			if r.Path != "/robots.txt" {
+				n++
+			}
+		}
+		return n
+	}
+	extra := pages(reqs) - pages(singleReqs)
+	t.Logf("killed after %d requests; one process %d page requests, the workers %d (%d above)", killedAt, pages(singleReqs), pages(reqs), extra)
+	const inFlight = 4 // --workers of the killed process
+	if extra > inFlight {
+		t.Errorf("%d page requests above one process's crawl, more than the %d the killed worker could have in flight", extra, inFlight)
+	}
+	twice := map[string]int{}
+	for _, r := range reqs {
+		if r.Path != "/robots.txt" {
+			twice[r.Host+r.Path]++
+		}
+	}
+	n := 0
+	for u, k := range twice {
+		if k > 1 {
+			n++
+			t.Logf("requested %d times: %s", k, u)
+		}
+	}
+	if n > inFlight {
+		t.Errorf("%d URLs requested more than once, more than the %d in flight at the kill", n, inFlight)
+	}
+	sr, mr := mergedReportOf(t, single), mergedReportOf(t, dirs...)
+	choices := sameContent(t, uniqueContent(t, single), uniqueContent(t, dirs...), &sr, &mr)
+	t.Logf("near-duplicate pairs that kept the other copy: %d; classes: one process %v, workers %v", choices, sr.Stats.ByClass, mr.Stats.ByClass)
+}
