@@ -327,7 +327,13 @@ func (t *seamTx) DeleteQueue(host string, _ uint64) error {
 	return nil
 }
 
+// PutSkipped records the skip in Redis (what every worker reads) and in the
+// worker's data dir (what its report shows; a merged report drops a skip
+// record whose URL another worker fetched later).
 func (t *seamTx) PutSkipped(p *storage.Page) error {
+	if err := t.Tx.PutSkipped(p); err != nil {
+		return err
+	}
 	b, err := json.Marshal(p)
 	if err != nil {
 		return err
@@ -346,6 +352,9 @@ func (t *seamTx) GetSkipped(u string) (*storage.Page, error) {
 }
 
 func (t *seamTx) DeleteSkipped(u string) error {
+	if err := t.Tx.DeleteSkipped(u); err != nil {
+		return err
+	}
 	t.put('D', t.s.c.skipKey(u), u, "")
 	return nil
 }

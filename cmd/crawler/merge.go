@@ -71,6 +71,7 @@ func mergedReport(dirs []string, cfg configs.Config) (*report.Data, error) {
 		all.IrrelevantParams = append(all.IrrelevantParams, d.IrrelevantParams...)
 		all.Damage = append(all.Damage, d.Damage...)
 	}
+	dropStaleSkips(all)
 	hosts := map[string]bool{}
 	for i := range all.Pages {
 		hosts[report.PageHost(&all.Pages[i])] = true
@@ -112,4 +113,30 @@ func mergedExport(dirs []string, format, out string, o export.JSONLOptions, wo e
 		}
 	}
 	return total, closeOut()
+}
+
+// dropStaleSkips drops the skip records (mirror_skipped without a request)
+// of URLs that a worker fetched after another had skipped them, and repeats
+// of one skip, from the merged pages and their counts.
+func dropStaleSkips(d *report.Data) {
+	fetched := map[string]bool{}
+	for _, p := range d.Pages {
+		if p.Class != "mirror_skipped" {
+			fetched[p.URL] = true
+		}
+	}
+	skipped := map[string]bool{}
+	kept := d.Pages[:0]
+	for _, p := range d.Pages {
+		if p.Class == "mirror_skipped" && (fetched[p.URL] || skipped[p.URL]) {
+			d.Stats.Pages--
+			d.Stats.ByClass[p.Class]--
+			continue
+		}
+		if p.Class == "mirror_skipped" {
+			skipped[p.URL] = true
+		}
+		kept = append(kept, p)
+	}
+	d.Pages = kept
 }
