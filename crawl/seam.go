@@ -31,6 +31,15 @@ type SeenSet interface {
 	CheckAndMark(u string, newID func() uint64) (id uint64, fresh bool, err error)
 }
 
+// SeenPrefetcher is a SeenSet that can read many URLs' marks in one round
+// trip (a network store): the engine hands it a page's links before it marks
+// them one by one, so that a page costs a bounded number of round trips.
+// Optional: a Tx without it is asked URL by URL. The marks are checked
+// again when the transaction commits.
+type SeenPrefetcher interface {
+	PrefetchSeen(urls []string) error
+}
+
 // QueueLog is the durable side of the frontier's queues: an entry is written
 // when a URL is queued and deleted when its page is recorded, so a crash
 // loses no URL (frontier.Store reads them back).

@@ -50,6 +50,7 @@ type Store struct {
 var (
 	_ crawl.Store          = (*Store)(nil)
 	_ crawl.Tx             = (*seamTx)(nil)
+	_ crawl.SeenPrefetcher = (*seamTx)(nil)
 	_ crawl.Frontier       = (*Frontier)(nil)
 	_ crawl.DuplicateIndex = (*Index)(nil)
 )
@@ -183,6 +184,7 @@ type seamTx struct {
 	ctx   context.Context
 	ops   []txOp
 	over  map[hkey]*string
+	read  map[hkey]*string // fields read (PrefetchSeen), nil: absent
 	ended []string // raw forms of leases ended by the commit
 	hosts []string // their hosts
 }
@@ -199,11 +201,13 @@ func (t *seamTx) put(code byte, key, field, v string) {
 
 // hget reads a hash field through the buffer.
 func (t *seamTx) hget(key, field string) (string, bool, error) {
-	if v, ok := t.over[hkey{key, field}]; ok {
-		if v == nil {
-			return "", false, nil
+	for _, m := range []map[hkey]*string{t.over, t.read} {
+		if v, ok := m[hkey{key, field}]; ok {
+			if v == nil {
+				return "", false, nil
+			}
+			return *v, true, nil
 		}
-		return *v, true, nil
 	}
 	v, err := t.s.c.rdb.HGet(t.ctx, key, field).Result()
 	if errors.Is(err, redis.Nil) {
@@ -223,6 +227,51 @@ func (t *seamTx) SeenID(u string) (uint64, bool, error) {
 	}
 	id, err := strconv.ParseUint(v, 10, 64)
 	return id, true, err
+}
+
+// PrefetchSeen reads the marks of urls in one pipeline (one round trip);
+// SeenID and CheckAndMark then answer from it. A mark made meanwhile by
+// another worker is caught by the commit's check.
+func (t *seamTx) PrefetchSeen(urls []string) error {
+	var want []hkey
+	for _, u := range urls {
+		key, field := t.s.c.seenSlot(frontier.HostKey(u), u)
+		k := hkey{key, field}
+		if _, ok := t.over[k]; ok {
+			continue
+		}
+		if _, ok := t.read[k]; ok {
+			continue
+		}
+		want = append(want, k)
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	cmds, err := t.s.c.rdb.Pipelined(t.ctx, func(p redis.Pipeliner) error {
+		for _, k := range want {
+			p.HGet(t.ctx, k.key, k.field)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return wrap("read seen", err)
+	}
+	if t.read == nil {
+		t.read = make(map[hkey]*string, len(want))
+	}
+	for i, k := range want {
+		v, err := cmds[i].(*redis.StringCmd).Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+			t.read[k] = nil
+		case err != nil:
+			return wrap("read seen", err)
+		default:
+			t.read[k] = &v
+		}
+	}
+	return nil
 }
 
 func (t *seamTx) CheckAndMark(u string, newID func() uint64) (uint64, bool, error) {

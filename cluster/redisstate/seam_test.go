@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/horseshoe-crawler/horseshoe/crawl"
 	"github.com/horseshoe-crawler/horseshoe/dedup"
 	"github.com/horseshoe-crawler/horseshoe/frontier"
 	"github.com/horseshoe-crawler/horseshoe/internal/testtools/redistest"
@@ -47,4 +48,128 @@ func TestConformance(t *testing.T) {
 		}
 		return storetest.Stores{Store: c.NewStore(db, c.NewIDs(), fr, nil), Index: c.NewIndex(det, DedupOptions{}), Frontier: fr}
 	})
+}
+
+// storeOn opens crawl name on srv with a client counting its round trips,
+// and a Store over a fresh data dir.
+func storeOn(t *testing.T, srv *redistest.Server, name string, h *roundTrips) (*Crawl, *Store) {
+	t.Helper()
+	ctx := context.Background()
+	rdb := srv.Client(t)
+	if h != nil {
+		rdb.AddHook(h)
+	}
+	c, err := Open(ctx, rdb, name, Options{Partitions: 4, Capacity: 10_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := storage.Open(t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return c, c.NewStore(db, c.NewIDs(), nil, nil)
+}
+
+// pageTx is one page's transaction as the engine makes it: its links'
+// marks read at once, each link marked and queued when fresh, its record,
+// text and counter, the end of its queue entry. It returns the links queued.
+func pageTx(t *testing.T, s *Store, id uint64, links []string) []string {
+	t.Helper()
+	var queued []string
+	err := s.Update(context.Background(), func(tx crawl.Tx) error {
+		queued = queued[:0]
+		if err := tx.(crawl.SeenPrefetcher).PrefetchSeen(links); err != nil {
+			return err
+		}
+		for _, u := range links {
+			lid, fresh, err := tx.CheckAndMark(u, tx.NewID)
+			if err != nil {
+				return err
+			}
+			if fresh {
+				queued = append(queued, u)
+				if err := tx.PutQueue(frontier.Item{ID: lid, URL: u}); err != nil {
+					return err
+				}
+			}
+		}
+		if err := tx.PutPage(&storage.Page{ID: id, URL: fmt.Sprintf("http://p.test/%d", id), Class: storage.ClassUnique}); err != nil {
+			return err
+		}
+		if err := tx.PutText(id, "text"); err != nil {
+			return err
+		}
+		if err := tx.DeleteQueue("p.test", id); err != nil {
+			return err
+		}
+		return tx.PutMeta("requests", []byte("1"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return queued
+}
+
+func linksOf(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("http://h%d.test/%s/%d", i%7, prefix, i)
+	}
+	return out
+}
+
+// TestStoreRoundTripsPerPage: a page's transaction costs two round trips
+// (its links' marks read in one pipeline, the commit in one script call)
+// whether it has 1 link or 200 (ids come in blocks of 1,024: warmed first).
+func TestStoreRoundTripsPerPage(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	h := &roundTrips{}
+	_, s := storeOn(t, srv, "rt", h)
+	pageTx(t, s, 1, linksOf("warm", 1))
+	for _, n := range []int{1, 20, 200} {
+		h.reset()
+		if q := pageTx(t, s, uint64(10+n), linksOf(fmt.Sprint(n), n)); len(q) != n {
+			t.Fatalf("%d links: %d queued", n, len(q))
+		}
+		if got := h.get(); got != 2 {
+			t.Errorf("a page with %d links: %d round trips, want 2", n, got)
+		}
+	}
+	h.reset()
+	if q := pageTx(t, s, 999, linksOf("200", 200)); len(q) != 0 || h.get() != 2 {
+		t.Errorf("a page whose 200 links are seen: %d queued, %d round trips", len(q), h.get())
+	}
+}
+
+// TestStoreMarkRace: a URL another worker marks between this transaction's
+// read and its commit is not queued twice: the commit's check fails, the
+// transaction runs again and finds it marked.
+func TestStoreMarkRace(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	_, a := storeOn(t, srv, "race", nil)
+	_, b := storeOn(t, srv, "race", nil)
+	const u = "http://r.test/x"
+	runs := 0
+	var aFresh bool
+	err := a.Update(context.Background(), func(tx crawl.Tx) error {
+		runs++
+		if err := tx.(crawl.SeenPrefetcher).PrefetchSeen([]string{u}); err != nil {
+			return err
+		}
+		if runs == 1 {
+			if q := pageTx(t, b, 5, []string{u}); len(q) != 1 {
+				t.Errorf("worker b: %v queued", q)
+			}
+		}
+		var err error
+		_, aFresh, err = tx.CheckAndMark(u, tx.NewID)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs != 2 || aFresh {
+		t.Fatalf("worker a: %d runs, fresh %v; want 2 runs, the URL found marked", runs, aFresh)
+	}
 }

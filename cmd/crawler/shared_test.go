@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -232,6 +234,7 @@ func TestSharedCrawlThreeWorkers(t *testing.T) {
 			t.Errorf("class %s: %d in one process, %d merged", c, n, m)
 		}
 	}
+	logRedisCost(t, srv, len(mr.Pages))
 	total := 0
 	for i, d := range dirs {
 		n := len(mergedReportOf(t, d).Pages)
@@ -343,4 +346,78 @@ func TestSharedCrawlKilledWorker(t *testing.T) {
 	sr, mr := mergedReportOf(t, single), mergedReportOf(t, dirs...)
 	choices := sameContent(t, uniqueContent(t, single), uniqueContent(t, dirs...), &sr, &mr)
 	t.Logf("near-duplicate pairs that kept the other copy: %d; classes: one process %v, workers %v", choices, sr.Stats.ByClass, mr.Stats.ByClass)
+}
+
+// logRedisCost logs the commands Redis served per page record (an upper
+// bound on the round trips: a pipeline or a script is one round trip for
+// many) and its memory per page.
+func logRedisCost(t *testing.T, srv *redistest.Server, pages int) {
+	t.Helper()
+	rdb := srv.Client(t)
+	stats, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls, reads int64
+	var lines []string
+	for _, line := range strings.Split(stats, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+		calls += n
+		cmd := strings.TrimPrefix(name, "cmdstat_")
+		if cmd == "hget" || cmd == "hgetall" {
+			reads += n
+		}
+		lines = append(lines, fmt.Sprintf("%s %.2f", cmd, float64(n)/float64(pages)))
+	}
+	mem, err := rdb.Info(context.Background(), "memory").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := ""
+	for _, line := range strings.Split(mem, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			used = v
+		}
+	}
+	t.Logf("redis per page record (%d): %.1f commands, %.1f of them HGET/HGETALL (a round trip each); by command: %s; used_memory %s bytes",
+		pages, float64(calls)/float64(pages), float64(reads)/float64(pages), strings.Join(lines, ", "), used)
+}
+
+// TestSharedCrawlPasswordTLS: a worker reaches a redis-server that requires
+// a password and serves only TLS (rediss://, its certificate trusted through
+// --redis-ca) and crawls; the password never shows in its output; without
+// --redis-ca the certificate is refused with a clear error.
+func TestSharedCrawlPasswordTLS(t *testing.T) {
+	root := corpusRoot(t)
+	web, err := testweb.Start(root, testweb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { web.Close() })
+	const password = "s3cret-Pa55"
+	srv := redistest.Start(t, redistest.Options{Password: password, TLS: true})
+	seed := web.URL("127.0.0.15", "/reference/")
+	data := filepath.Join(t.TempDir(), "w")
+	var so, se bytes.Buffer
+	err = run(context.Background(), crawlArgs(data, []string{seed}, "--redis", srv.URL(), "--crawl", "tls"), &so, &se)
+	if err == nil || strings.Contains(err.Error()+se.String(), password) {
+		t.Fatalf("without --redis-ca: %v (the self-signed certificate must be refused, the password never shown)\n%s", err, se.String())
+	}
+	so.Reset()
+	se.Reset()
+	args := crawlArgs(data, []string{seed}, "--redis", srv.URL(), "--crawl", "tls", "--redis-ca", filepath.Join(srv.Dir, "cert.pem"))
+	if err := run(context.Background(), args, &so, &se); err != nil {
+		t.Fatalf("crawl: %v\n%s", err, se.String())
+	}
+	if strings.Contains(so.String()+se.String(), password) {
+		t.Error("the password shows in the worker's output")
+	}
+	d := mergedReportOf(t, data)
+	if d.Stats.ByClass["unique"] < 10 {
+		t.Errorf("crawl over TLS kept %d unique pages (by class %v)", d.Stats.ByClass["unique"], d.Stats.ByClass)
+	}
 }
