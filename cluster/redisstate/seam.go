@@ -24,8 +24,9 @@ import (
 // writes its own WARC and `crawler report` merges the data dirs.
 //
 // A transaction runs fn inside a Badger transaction and buffers its Redis
-// writes; reads go to Redis with the buffered writes applied on top. At the
-// end of fn the buffer is applied in one script call (one round trip), which
+// writes; reads go to Redis with the buffered writes applied on top. Once
+// the Badger transaction committed, the buffer is applied in one script call
+// (one round trip), which
 // first checks what fn relied on: every URL fn marked is still unmarked,
 // every evidence record fn took is still there. If another worker got there
 // first, nothing is written and fn runs again (optimistic, as Badger's own
@@ -69,9 +70,14 @@ func (c *Crawl) NewStore(db *storage.DB, ids *IDs, fr *Frontier, logger *slog.Lo
 // errConflict: another worker marked or took what the transaction relied on.
 var errConflict = errors.New("redisstate: transaction conflict")
 
-// Update runs fn as one transaction (see Store).
+// Update runs fn as one transaction (see Store). The worker's data dir
+// commits first, then Redis: a worker killed in between leaves its page
+// recorded in its dir with the lease still in flight in Redis, so the page
+// is fetched again by the partition's next holder (recorded twice, once in
+// each dir; a merged report keeps one) and nothing is lost. A conflict in
+// Redis runs fn again (its local writes are written again over the first
+// ones); Redis refusing pauses and retries the same Redis writes.
 func (s *Store) Update(ctx context.Context, fn func(tx crawl.Tx) error) error {
-	paused := false
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -79,34 +85,43 @@ func (s *Store) Update(ctx context.Context, fn func(tx crawl.Tx) error) error {
 		var t *seamTx
 		err := s.db.Update(func(btx *storage.Tx) error {
 			t = &seamTx{s: s, ctx: ctx, Tx: btx, over: map[hkey]*string{}}
-			if err := fn(t); err != nil {
-				return err
-			}
-			return t.commit()
+			return fn(t)
 		})
-		switch {
-		case err == nil:
+		if err != nil {
+			return err
+		}
+		err = s.commit(ctx, t)
+		if errors.Is(err, errConflict) && attempt < 100 {
+			continue
+		}
+		return err
+	}
+}
+
+// commit applies t's Redis writes, pausing while Redis refuses them.
+func (s *Store) commit(ctx context.Context, t *seamTx) error {
+	paused := false
+	for {
+		err := t.commit()
+		if err == nil {
 			t.committed()
 			if paused {
 				s.logger.Info("redis accepts writes again")
 			}
 			return nil
-		case errors.Is(err, errConflict) && attempt < 100:
-			continue
-		case errors.Is(err, ErrUnavailable):
-			if !paused {
-				s.logger.Warn("redis refuses the commit; pausing", "err", err)
-				paused = true
-			}
-			select {
-			case <-ctx.Done():
-				return err
-			case <-time.After(s.Pause):
-			}
-			attempt = 0
-			continue
 		}
-		return err
+		if !errors.Is(err, ErrUnavailable) {
+			return err
+		}
+		if !paused {
+			s.logger.Warn("redis refuses the commit; pausing", "err", err)
+			paused = true
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(s.Pause):
+		}
 	}
 }
 
@@ -185,8 +200,8 @@ type seamTx struct {
 	ops   []txOp
 	over  map[hkey]*string
 	read  map[hkey]*string // fields read (PrefetchSeen), nil: absent
-	ended []string // raw forms of leases ended by the commit
-	hosts []string // their hosts
+	ended []string         // raw forms of leases ended by the commit
+	hosts []string         // their hosts
 }
 
 func (t *seamTx) put(code byte, key, field, v string) {

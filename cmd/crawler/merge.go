@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -71,6 +73,7 @@ func mergedReport(dirs []string, cfg configs.Config) (*report.Data, error) {
 		all.IrrelevantParams = append(all.IrrelevantParams, d.IrrelevantParams...)
 		all.Damage = append(all.Damage, d.Damage...)
 	}
+	dropRepeats(all)
 	dropStaleSkips(all)
 	hosts := map[string]bool{}
 	for i := range all.Pages {
@@ -89,6 +92,7 @@ func mergedExport(dirs []string, format, out string, o export.JSONLOptions, wo e
 		return 0, err
 	}
 	total := 0
+	seen := map[string]bool{}
 	for _, dir := range dirs {
 		db, err := session.OpenExisting(dir)
 		if err != nil {
@@ -100,7 +104,7 @@ func mergedExport(dirs []string, format, out string, o export.JSONLOptions, wo e
 			wo.Filename = filepath.Base(out)
 			n, err = session.ExportWARC(db, w, wo, "")
 		} else {
-			n, err = export.JSONL(w, db, o)
+			n, err = export.JSONL(&oncePerURL{w: w, seen: seen}, db, o)
 		}
 		if err == nil {
 			err = session.DamageError(dir, db, "exported what could be read")
@@ -113,6 +117,26 @@ func mergedExport(dirs []string, format, out string, o export.JSONLOptions, wo e
 		}
 	}
 	return total, closeOut()
+}
+
+// dropRepeats drops the second record of a URL: a worker killed between
+// its own commit and Redis's leaves a page that the next holder of its
+// partition fetched again.
+func dropRepeats(d *report.Data) {
+	seen := map[string]bool{}
+	kept := d.Pages[:0]
+	for _, p := range d.Pages {
+		if p.Class != "mirror_skipped" && seen[p.URL] {
+			d.Stats.Pages--
+			d.Stats.ByClass[p.Class]--
+			continue
+		}
+		if p.Class != "mirror_skipped" {
+			seen[p.URL] = true
+		}
+		kept = append(kept, p)
+	}
+	d.Pages = kept
 }
 
 // dropStaleSkips drops the skip records (mirror_skipped without a request)
@@ -139,4 +163,33 @@ func dropStaleSkips(d *report.Data) {
 		kept = append(kept, p)
 	}
 	d.Pages = kept
+}
+
+// oncePerURL passes JSONL lines on, but for a URL's second record (a page
+// fetched again after its worker was killed; a WARC keeps both captures).
+type oncePerURL struct {
+	w    io.Writer
+	seen map[string]bool
+	buf  []byte
+}
+
+func (o *oncePerURL) Write(p []byte) (int, error) {
+	o.buf = append(o.buf, p...)
+	for {
+		i := bytes.IndexByte(o.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := o.buf[:i+1]
+		var r struct {
+			URL string `json:"url"`
+		}
+		if json.Unmarshal(line, &r) != nil || r.URL == "" || !o.seen[r.URL] {
+			o.seen[r.URL] = r.URL != ""
+			if _, err := o.w.Write(line); err != nil {
+				return 0, err
+			}
+		}
+		o.buf = o.buf[i+1:]
+	}
 }

@@ -228,11 +228,9 @@ func TestSharedCrawlThreeWorkers(t *testing.T) {
 	choices := sameContent(t, want, got, &sr, &mr)
 	t.Logf("content kept: %d unique bodies by one process, %d by three workers; %d near-duplicate pairs kept the other copy", len(want), len(got), choices)
 	t.Logf("classes: single %v, merged %v", sr.Stats.ByClass, mr.Stats.ByClass)
-	for c, n := range sr.Stats.ByClass {
-		m := mr.Stats.ByClass[c]
-		if d := n - m; d > 2+n/50 || -d > 2+n/50 {
-			t.Errorf("class %s: %d in one process, %d merged", c, n, m)
-		}
+	compareClasses(t, sr.Stats.ByClass, mr.Stats.ByClass)
+	if len(sr.Pages) != len(mr.Pages) {
+		t.Errorf("page records: %d in one process, %d merged", len(sr.Pages), len(mr.Pages))
 	}
 	logRedisCost(t, srv, len(mr.Pages))
 	total := 0
@@ -346,6 +344,7 @@ func TestSharedCrawlKilledWorker(t *testing.T) {
 	sr, mr := mergedReportOf(t, single), mergedReportOf(t, dirs...)
 	choices := sameContent(t, uniqueContent(t, single), uniqueContent(t, dirs...), &sr, &mr)
 	t.Logf("near-duplicate pairs that kept the other copy: %d; classes: one process %v, workers %v", choices, sr.Stats.ByClass, mr.Stats.ByClass)
+	compareClasses(t, sr.Stats.ByClass, mr.Stats.ByClass)
 }
 
 // logRedisCost logs the commands Redis served per page record (an upper
@@ -420,4 +419,28 @@ func TestSharedCrawlPasswordTLS(t *testing.T) {
 	if d.Stats.ByClass["unique"] < 10 {
 		t.Errorf("crawl over TLS kept %d unique pages (by class %v)", d.Stats.ByClass["unique"], d.Stats.ByClass)
 	}
+}
+
+// compareClasses checks the merged classes against one process's: what does
+// not depend on the order of the fetches is equal (errors, robots, not
+// HTML, no mirror skips with mirror detection off), the unique pages and
+// the duplicates (exact and near together) within 2%: which copy of a
+// near-duplicate pair is fetched first, and kept, changes them (a chain
+// A~B~C keeps B alone, or A and C). How the duplicates split into exact and
+// near follows the same choice (a copy of a dropped page is a near duplicate
+// of the page kept, not an exact one): logged, not compared.
+func compareClasses(t *testing.T, one, merged map[string]int) {
+	t.Helper()
+	for _, c := range []string{"error", "robots_disallowed", "not_html", "mirror_skipped"} {
+		if one[c] != merged[c] {
+			t.Errorf("class %s: %d in one process, %d merged", c, one[c], merged[c])
+		}
+	}
+	within := func(name string, a, b int) {
+		if d := a - b; d*50 > a+50 || -d*50 > a+50 {
+			t.Errorf("%s: %d in one process, %d merged (more than 2%% apart)", name, a, b)
+		}
+	}
+	within("unique", one["unique"], merged["unique"])
+	within("duplicates", one["exact_duplicate"]+one["near_duplicate"], merged["exact_duplicate"]+merged["near_duplicate"])
 }
