@@ -28,6 +28,7 @@ targets=(
 	./parse/:FuzzParse
 	./parse/:FuzzTokenize
 	./fetch/:FuzzRobots
+	./sitemap/:FuzzParse
 	./dedup/:FuzzSign
 	./export/:FuzzWARCRoundTrip
 	./export/:FuzzReadWARC
