@@ -77,6 +77,7 @@ type Options struct {
 	Resolver           Resolver         // politeness lookups (nil = net.DefaultResolver)
 	MaxLookups         int              // concurrent politeness lookups (0 = DefaultMaxLookups)
 	LookupTimeout      time.Duration    // one politeness lookup (0 = DefaultLookupTimeout)
+	Sitemaps           bool             // fetch the sitemaps robots.txt names and queue their URLs (sitemaps.go)
 }
 
 // Engine runs a crawl over one store.
@@ -109,6 +110,8 @@ type Engine struct {
 	capLogged map[string]bool
 
 	params *frontier.ParamLearner // irrelevant parameters per host (params.go)
+
+	sitemaps sitemapState // sitemaps.go
 
 	errMu    sync.Mutex
 	fatalErr error
@@ -348,6 +351,7 @@ func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
 				e.logCap(it.Host, d)
 			}
 		}
+		e.discoverSitemaps(it, u, rules)
 		if rules.Unavailable() {
 			// RFC 9309 2.3.1.3: a 5xx or unreachable robots.txt means the
 			// whole host is disallowed until it recovers. Keep the URL and
@@ -398,6 +402,10 @@ func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
 	}
 	defer e.recordGiveUps()
 	e.pages.Add(1)
+	if it.Sitemap > 0 {
+		e.handleSitemap(it, res, ferr)
+		return
+	}
 
 	p := &storage.Page{}
 	if res != nil {

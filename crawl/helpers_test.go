@@ -264,6 +264,7 @@ type crawlConfig struct {
 	Timeout        time.Duration     // the whole crawl; the test fails when it is hit
 	Policy         *fetch.AddrPolicy // address policy (DenyPrivate); nil: any address
 	Resolver       fetch.Resolver    // name lookups of the fetcher and the engine; nil: the system's
+	NoSitemaps     bool              // crawl.sitemaps: false
 }
 
 func (c crawlConfig) withDefaults() crawlConfig {
@@ -306,7 +307,8 @@ type crawlResult struct {
 	GiveUps  map[string]string        // host given up -> reason (frontier or stored evidence)
 	Requests int64
 	Elapsed  time.Duration
-	Text     string // the text report
+	Text     string                       // the text report
+	Hints    map[string]crawl.SitemapHint // what sitemaps said, by canonical URL
 }
 
 // page returns the stored record of rawURL (canonicalized), failing the test
@@ -401,6 +403,7 @@ func runCrawl(tb testing.TB, cfg crawlConfig, seeds ...string) crawlResult {
 		Parse:              parse.Options{BotName: robotsAgent, MaxTokens: 1 << 20},
 		Addresses:          fetcher,
 		Resolver:           cfg.Resolver,
+		Sitemaps:           !cfg.NoSitemaps,
 	}, db, fr, fetcher, robots, det, nil)
 	if _, err := eng.Seed(canon); err != nil {
 		tb.Fatalf("Seed: %v", err)
@@ -437,6 +440,10 @@ func runCrawl(tb testing.TB, cfg crawlConfig, seeds ...string) crawlResult {
 		return nil
 	}); err != nil {
 		tb.Fatalf("ForEachPage: %v", err)
+	}
+	res.Hints = map[string]crawl.SitemapHint{}
+	if err := crawl.SitemapHints(db, func(h crawl.SitemapHint) error { res.Hints[h.URL] = h; return nil }); err != nil {
+		tb.Fatalf("SitemapHints: %v", err)
 	}
 	rd, err := crawl.ReportData(db, "", nil)
 	if err != nil {

@@ -112,6 +112,11 @@ func ReportData(db *storage.DB, filter string, curve []report.CurvePoint) (*repo
 			return nil, fmt.Errorf("%s notes: %w", kind, err)
 		}
 	}
+	sitemaps, err := sitemapNotes(db)
+	if err != nil {
+		return nil, err
+	}
+	d.HostNotes = append(d.HostNotes, sitemaps...)
 	if d.IrrelevantParams, err = paramReport(db); err != nil {
 		return nil, err
 	}

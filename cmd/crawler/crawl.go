@@ -350,6 +350,7 @@ func runCrawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []s
 		Trap:               crawl.TrapOptions(cfg.URLs),
 		FollowNofollow:     cfg.Crawl.FollowNofollow,
 		SkipDuplicateLinks: cfg.Crawl.SkipDuplicateLinks,
+		Sitemaps:           cfg.Crawl.Sitemaps,
 		Addresses:          fetcher,
 		ObeyRobots:         cfg.Politeness.ObeyRobots,
 		RobotsAgent:        cfg.Fetch.RobotsAgent,

@@ -1,0 +1,186 @@
+package crawl_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/storage"
+)
+
+func gzipped(tb testing.TB, s string) string {
+	tb.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write([]byte(s))
+	if err := zw.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return b.String()
+}
+
+func urlsetOf(entries ...string) string {
+	var b strings.Builder
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">`)
+	for _, e := range entries {
+		loc, lastmod, _ := strings.Cut(e, "|")
+		fmt.Fprintf(&b, "<url><loc>%s</loc>", loc)
+		if lastmod != "" {
+			fmt.Fprintf(&b, "<lastmod>%s</lastmod><changefreq>daily</changefreq><priority>0.7</priority>", lastmod)
+		}
+		b.WriteString("</url>")
+	}
+	b.WriteString("</urlset>")
+	return b.String()
+}
+
+func indexOf(locs ...string) string {
+	var b strings.Builder
+	b.WriteString(`<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">`)
+	for _, l := range locs {
+		fmt.Fprintf(&b, "<sitemap><loc>%s</loc></sitemap>", l)
+	}
+	b.WriteString("</sitemapindex>")
+	return b.String()
+}
+
+var (
+	xmlType  = http.Header{"Content-Type": {"application/xml"}}
+	gzipType = http.Header{"Content-Type": {"application/x-gzip"}}
+)
+
+// sitemapSites serves site A, whose pages are reachable only through its
+// sitemaps (an index, a gzipped urlset, a text file, and a cross-submitted
+// sitemap on host B), and host B.
+func sitemapSites(t *testing.T, log *hitLog) (a, b server, base, bBase string) {
+	t.Helper()
+	sa := &site{Pages: map[string]page{}}
+	sb := &site{Pages: map[string]page{}}
+	a = startServer(t, "127.0.0.71", sa.handler(), log)
+	b = startServer(t, "127.0.0.72", sb.handler(), log)
+	base, bBase = a.Base("127.0.0.71"), b.Base("127.0.0.72")
+	sa.Pages["/robots.txt"] = page{Body: "User-agent: *\nDisallow: /private/\n\nSitemap: /sitemap_index.xml\nSitemap: " +
+		bBase + "/maps/a.xml\n"}
+	sa.Pages["/"] = page{Body: htmlPage("home", "")} // links to nothing
+	sa.Pages["/sitemap_index.xml"] = page{Header: xmlType, Body: indexOf(base+"/sm/pages.xml.gz", base+"/sm/more.txt",
+		"http://127.0.0.73/elsewhere.xml")}
+	sa.Pages["/sm/pages.xml.gz"] = page{Header: gzipType, Body: gzipped(t, urlsetOf(
+		base+"/p1|2024-05-06T07:08:09Z", base+"/p2|2023-01-02", base+"/p3", base+"/private/secret",
+		"http://127.0.0.73/off-site"))}
+	sa.Pages["/sm/more.txt"] = page{Body: base + "/t1\n" + base + "/t2\n"}
+	for _, p := range []string{"/p1", "/p2", "/p3", "/t1", "/t2", "/x1"} {
+		sa.Pages[p] = page{Body: htmlPage("page"+p, "")}
+	}
+	sb.Pages["/robots.txt"] = page{Body: "User-agent: *\nAllow: /\n"}
+	// Named by A's robots.txt: it may list A's URLs; B's own only under /maps/.
+	sb.Pages["/maps/a.xml"] = page{Header: xmlType, Body: urlsetOf(base+"/x1|2022-02-02", bBase+"/other")}
+	return a, b, base, bBase
+}
+
+// TestSitemapPagesCrawled: pages reachable only through sitemaps are
+// crawled (index, gzip, text, cross submission), within robots.txt and the
+// protocol's scope, politely; their lastmod is kept and readable.
+func TestSitemapPagesCrawled(t *testing.T) {
+	var log hitLog
+	a, b, base, bBase := sitemapSites(t, &log)
+	const delay = 150 * time.Millisecond
+	res := runCrawl(t, crawlConfig{Delay: delay}, base+"/")
+
+	for _, p := range []string{"/p1", "/p2", "/p3", "/t1", "/t2", "/x1"} {
+		if rec := res.page(t, base+p); rec.Class != storage.ClassUnique {
+			t.Errorf("%s: class %s (%s), want unique", p, rec.Class, rec.Error)
+		}
+	}
+	if rec := res.page(t, base+"/private/secret"); rec.Class != storage.ClassRobotsDisallowed {
+		t.Errorf("/private/secret: class %s, want robots_disallowed", rec.Class)
+	}
+	for _, u := range []string{"http://127.0.0.73/off-site", "http://127.0.0.73/elsewhere.xml", bBase + "/other"} {
+		if _, ok := res.Pages[u]; ok {
+			t.Errorf("%s queued: the protocol does not let the sitemap list it", u)
+		}
+	}
+	for _, u := range []string{"/sitemap_index.xml", "/sm/pages.xml.gz", "/sm/more.txt"} {
+		if rec := res.page(t, base+u); rec.Class != storage.ClassNotHTML || rec.Error != "" {
+			t.Errorf("sitemap %s: class %s error %q", u, rec.Class, rec.Error)
+		}
+	}
+	if rec := res.page(t, bBase+"/maps/a.xml"); rec.Class != storage.ClassNotHTML {
+		t.Errorf("cross-submitted sitemap: class %s (%s)", rec.Class, rec.Error)
+	}
+
+	h, ok := res.Hints[base+"/p1"]
+	if !ok || !h.LastMod.Equal(time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)) || h.ChangeFreq != "daily" ||
+		h.Priority == nil || *h.Priority != 0.7 || h.Sitemap != base+"/sm/pages.xml.gz" {
+		t.Errorf("hint of /p1 = %+v", h)
+	}
+	if h := res.Hints[base+"/x1"]; !h.LastMod.Equal(time.Date(2022, 2, 2, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("hint of /x1 (cross-submitted) = %+v", h)
+	}
+	if h, ok := res.Hints[base+"/p3"]; !ok || !h.LastMod.IsZero() || h.Priority != nil {
+		t.Errorf("hint of /p3 (no lastmod) = %+v, %v", h, ok)
+	}
+	if _, ok := res.Hints["http://127.0.0.73/off-site"]; ok {
+		t.Error("an off-site URL has a hint")
+	}
+
+	// Politeness: every request to each host, robots.txt and sitemaps
+	// included, one at a time and the delay apart.
+	assertSpaced(t, "site A", log.byHost(a.HostPort("127.0.0.71")), delay)
+	assertSpaced(t, "host B", log.byHost(b.HostPort("127.0.0.72")), delay)
+	if got := paths(log.byHost(b.HostPort("127.0.0.72"))); strings.Join(got, " ") != "/robots.txt /maps/a.xml" {
+		t.Errorf("host B requests %q: want its robots.txt, then the sitemap", got)
+	}
+	assertNotes(t, res, map[string]string{
+		a.HostPort("127.0.0.71") + " /sitemap_index.xml": "index, 3 entries, 2 queued, 1 off site",
+		a.HostPort("127.0.0.71") + " /sm/pages.xml.gz":   "urlset, 5 entries, 4 queued, 1 off site",
+		a.HostPort("127.0.0.71") + " /sm/more.txt":       "text, 2 entries, 2 queued",
+		b.HostPort("127.0.0.72") + " /maps/a.xml":        "urlset, 2 entries, 1 queued, 1 off site",
+	})
+	if !strings.Contains(res.Text, "sitemap: /sm/more.txt: text, 2 entries, 2 queued") {
+		t.Errorf("the text report lacks the sitemap notes:\n%s", res.Text)
+	}
+}
+
+// assertNotes checks the report's sitemap notes: want maps "host path" to
+// the detail after the path.
+func assertNotes(t *testing.T, res crawlResult, want map[string]string) {
+	t.Helper()
+	got := map[string]string{}
+	for _, n := range res.Notes {
+		if n.Kind == "sitemap" {
+			path, detail, _ := strings.Cut(n.Detail, ": ")
+			got[n.Host+" "+path] = detail
+		}
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("sitemap note %s = %q, want %q", k, got[k], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d sitemap notes, want %d: %q", len(got), len(want), got)
+	}
+}
+
+// TestSitemapsOff: with crawl.sitemaps false no sitemap is requested and the
+// pages only they list are not crawled.
+func TestSitemapsOff(t *testing.T) {
+	var log hitLog
+	_, _, base, _ := sitemapSites(t, &log)
+	res := runCrawl(t, crawlConfig{NoSitemaps: true}, base+"/")
+	if len(res.Pages) != 1 {
+		t.Errorf("%d pages recorded, want only the seed", len(res.Pages))
+	}
+	for _, h := range log.all() {
+		if h.Path != "/" && h.Path != "/robots.txt" {
+			t.Errorf("requested %s%s with sitemaps off", h.Host, h.Path)
+		}
+	}
+	if len(res.Hints) != 0 {
+		t.Errorf("%d hints with sitemaps off", len(res.Hints))
+	}
+}
