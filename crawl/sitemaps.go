@@ -176,8 +176,9 @@ func (e *Engine) handleSitemap(it *frontier.Item, res *fetch.Result, ferr error)
 	// A body cut at fetch.max_body_size is read as far as it goes.
 	if res != nil && res.Status >= 200 && res.Status < 300 && (ferr == nil || res.Truncated) {
 		parsed = e.readSitemap(res.RawBody)
-		if res.Truncated {
-			parsed.Truncated = "fetch.max_body_size"
+		if res.Truncated && parsed.Truncated == "" {
+			// The cut explains the document's unexpected end.
+			parsed.Truncated, parsed.Err = "fetch.max_body_size", nil
 		}
 		ferr = nil
 	}

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -183,4 +184,151 @@ func TestSitemapsOff(t *testing.T) {
 	if len(res.Hints) != 0 {
 		t.Errorf("%d hints with sitemaps off", len(res.Hints))
 	}
+}
+
+// TestSitemapsHostile: hostile sitemaps cost bounded time and memory, are
+// recorded (page records and report notes), never stop the crawl, and the
+// host is still asked politely.
+func TestSitemapsHostile(t *testing.T) {
+	var log hitLog
+	s := &site{Pages: map[string]page{}}
+	inner := s.handler()
+	h := startServer(t, "127.0.0.74", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow.xml" {
+			select { // longer than the fetch timeout (5s)
+			case <-r.Context().Done():
+			case <-time.After(8 * time.Second):
+			}
+			return
+		}
+		inner.ServeHTTP(w, r)
+	}), &log)
+	base := h.Base("127.0.0.74")
+	const off = "http://127.0.0.73"
+	var million strings.Builder
+	million.WriteString("<urlset>")
+	for i := 0; i < 1_000_000; i++ {
+		fmt.Fprintf(&million, "<url><loc>%s/m%d</loc></url>", off, i)
+	}
+	million.WriteString("</urlset>")
+	bomb := func(first string) string { // 256 MiB of white space in a urlset, about 250 KB gzipped
+		var b bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&b, gzip.BestSpeed)
+		zw.Write([]byte("<urlset><url><loc>" + base + first + "</loc></url><url><loc>"))
+		chunk := bytes.Repeat([]byte(" "), 1<<20)
+		for i := 0; i < 256; i++ {
+			zw.Write(chunk)
+		}
+		zw.Write([]byte(base + "/b-late</loc></url></urlset>"))
+		zw.Close()
+		return b.String()
+	}
+	lol := `<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">` +
+		`<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]><urlset><url><loc>` + off + `/&c;</loc></url></urlset>`
+	maps := []string{"/million.xml.gz", "/bomb.xml.gz", "/bomb-ce.xml", "/lol.xml", "/idx1.xml", "/loopA.xml",
+		"/wrongtype.xml", "/slow.xml", "/html.xml", "/broken.xml", "/missing.xml"}
+	robots := "User-agent: *\nAllow: /\n"
+	for _, m := range maps {
+		robots += "Sitemap: " + base + m + "\n"
+	}
+	s.Pages["/robots.txt"] = page{Body: robots}
+	s.Pages["/"] = page{Body: htmlPage("hostile home", "")}
+	s.Pages["/million.xml.gz"] = page{Header: gzipType, Body: gzipped(t, million.String())}
+	s.Pages["/bomb.xml.gz"] = page{Header: gzipType, Body: bomb("/b-ok")}
+	s.Pages["/bomb-ce.xml"] = page{Header: http.Header{"Content-Type": {"application/xml"}, "Content-Encoding": {"gzip"}}, Body: bomb("/bce-ok")}
+	s.Pages["/lol.xml"] = page{Header: xmlType, Body: lol}
+	for i := 1; i <= 4; i++ { // idx4 is one level too deep
+		s.Pages[fmt.Sprintf("/idx%d.xml", i)] = page{Header: xmlType, Body: indexOf(fmt.Sprintf("%s/idx%d.xml", base, i+1))}
+	}
+	s.Pages["/loopA.xml"] = page{Header: xmlType, Body: indexOf(base + "/loopB.xml")}
+	s.Pages["/loopB.xml"] = page{Header: xmlType, Body: indexOf(base + "/loopA.xml")}
+	s.Pages["/wrongtype.xml"] = page{Body: urlsetOf(base + "/wt-page")} // served as text/html
+	s.Pages["/html.xml"] = page{Body: htmlPage("not a sitemap", "", base+"/never")}
+	s.Pages["/broken.xml"] = page{Header: xmlType, Body: urlsetOf(base+"/br-page", base+"/br-2")[:170]}
+	for _, p := range []string{"/b-ok", "/bce-ok", "/wt-page", "/br-page"} {
+		s.Pages[p] = page{Body: htmlPage("hostile"+p, "")}
+	}
+
+	const delay = 100 * time.Millisecond
+	peak := heapPeak(t)
+	res := runCrawl(t, crawlConfig{Delay: delay, Timeout: 60 * time.Second}, base+"/")
+	// Bounded: 12 sitemaps at most sitemap.MaxBytes (50 MB) each in
+	// flight at most two at a time, and none inflated whole (the bombs are
+	// 256 MiB each).
+	if mb := peak() >> 20; mb > 400 {
+		t.Errorf("heap peaked at %d MB during the crawl", mb)
+	} else {
+		t.Logf("crawl %v, heap peak %d MB", res.Elapsed.Round(time.Millisecond), mb)
+	}
+	if res.Elapsed > 30*time.Second {
+		t.Errorf("crawl took %v", res.Elapsed)
+	}
+	for _, p := range []string{"/b-ok", "/bce-ok", "/wt-page", "/br-page"} {
+		if rec := res.page(t, base+p); rec.Class != storage.ClassUnique {
+			t.Errorf("%s: class %s (%s)", p, rec.Class, rec.Error)
+		}
+	}
+	hp := h.HostPort("127.0.0.74")
+	assertNotes(t, res, map[string]string{
+		hp + " /million.xml.gz": "urlset, 50000 entries, 0 queued, 50000 off site, cut at the urls limit",
+		hp + " /bomb.xml.gz":    "urlset, 1 entries, 1 queued, cut at the bytes limit",
+		hp + " /bomb-ce.xml":    "urlset, 1 entries, 1 queued, cut at the fetch.max_body_size limit",
+		hp + " /lol.xml":        "urlset, 1 entries, 0 queued, 1 off site",
+		hp + " /idx1.xml":       "index, 1 entries, 1 queued",
+		hp + " /idx2.xml":       "index, 1 entries, 1 queued",
+		hp + " /idx3.xml":       "index, 1 entries, 0 queued, 1 sitemaps past the bounds",
+		hp + " /loopA.xml":      "index, 1 entries, 1 queued",
+		hp + " /loopB.xml":      "index, 1 entries, 0 queued",
+		hp + " /wrongtype.xml":  "urlset, 1 entries, 1 queued",
+		hp + " /slow.xml":       "not read, 0 entries, 0 queued, error: " + res.page(t, base+"/slow.xml").Error,
+		hp + " /html.xml":       "unknown, 0 entries, 0 queued, error: not a sitemap: root element <html>",
+		hp + " /broken.xml":     "urlset, 1 entries, 1 queued, error: unexpected end of file: 3 elements not closed",
+		hp + " /missing.xml":    "not read, 0 entries, 0 queued, error: HTTP 404",
+	})
+	if rec := res.page(t, base+"/slow.xml"); rec.Class != storage.ClassError || rec.ErrorClass != "timeout" {
+		t.Errorf("slow sitemap: class %s, error class %s (%s)", rec.Class, rec.ErrorClass, rec.Error)
+	}
+	for _, m := range []string{"/million.xml.gz", "/bomb.xml.gz", "/broken.xml"} {
+		if rec := res.page(t, base+m); rec.ErrorClass != "sitemap" || rec.Error == "" {
+			t.Errorf("%s: error class %q, error %q: the trouble is not on its record", m, rec.ErrorClass, rec.Error)
+		}
+	}
+	counts := map[string]int{}
+	for _, hh := range log.byHost(hp) {
+		counts[hh.Path]++
+	}
+	for _, p := range []string{"/loopA.xml", "/loopB.xml", "/robots.txt", "/idx3.xml"} {
+		if counts[p] != 1 {
+			t.Errorf("%s requested %d times, want once", p, counts[p])
+		}
+	}
+	if counts["/idx4.xml"] != 0 || counts["/never"] != 0 {
+		t.Errorf("requested past the bounds: idx4 %d, a link of a non-sitemap %d", counts["/idx4.xml"], counts["/never"])
+	}
+	assertSpaced(t, "hostile host", log.byHost(hp), delay)
+}
+
+// heapPeak samples the heap in use until the returned function is called,
+// which returns the largest sample.
+func heapPeak(t *testing.T) func() uint64 {
+	t.Helper()
+	done := make(chan struct{})
+	result := make(chan uint64)
+	go func() {
+		var peak uint64
+		var m runtime.MemStats
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			runtime.ReadMemStats(&m)
+			peak = max(peak, m.HeapInuse)
+			select {
+			case <-done:
+				result <- peak
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() uint64 { close(done); return <-result }
 }
