@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCrawlSitemapsOption: the crawler follows the sitemap robots.txt names
+// by default, and not with crawl.sitemaps: false in the config file.
+func TestCrawlSitemapsOption(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.85:0")
+	if err != nil {
+		t.Skip(err)
+	}
+	base := "http://" + ln.Addr().String()
+	pages := map[string]string{
+		"/robots.txt":  "User-agent: *\nAllow: /\nSitemap: " + base + "/sitemap.xml\n",
+		"/":            "<html><head><title>home</title></head><body><p>a home page that links nowhere</p></body></html>",
+		"/sitemap.xml": `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>` + base + `/only</loc><lastmod>2025-01-02</lastmod></url></urlset>`,
+		"/only":        "<html><head><title>only</title></head><body><p>listed in the sitemap and nowhere else</p></body></html>",
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, ok := pages[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, ".xml") {
+			w.Header().Set("Content-Type", "application/xml")
+		}
+		w.Write([]byte(body))
+	})}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		srv.Close()
+		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+			t.Error(err)
+		}
+	})
+
+	for _, c := range []struct {
+		name, config string
+		want         bool
+	}{{"default", "", true}, {"off", "crawl:\n  sitemaps: false\n", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			data := filepath.Join(dir, "data")
+			args := []string{"crawl", "--data", data, "--delay", "0", "--quiet"}
+			if c.config != "" {
+				cfg := filepath.Join(dir, "config.yaml")
+				if err := os.WriteFile(cfg, []byte(c.config), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				args = append(args, "--config", cfg)
+			}
+			var so, se bytes.Buffer
+			if err := run(context.Background(), append(args, base+"/"), &so, &se); err != nil {
+				t.Fatalf("crawl: %v\n%s", err, se.String())
+			}
+			so.Reset()
+			if err := run(context.Background(), []string{"report", "--data", data, "--format", "json"}, &so, &se); err != nil {
+				t.Fatal(err)
+			}
+			var rep struct {
+				Pages []struct{ URL, Class string } `json:"pages"`
+				Notes []struct{ Kind, Detail string } `json:"host_notes"`
+			}
+			if err := json.Unmarshal(so.Bytes(), &rep); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, p := range rep.Pages {
+				got[p.URL] = p.Class
+			}
+			if (got[base+"/only"] == "unique") != c.want || (got[base+"/sitemap.xml"] == "not_html") != c.want {
+				t.Errorf("pages %v; want the sitemap and its page: %v", got, c.want)
+			}
+			notes := 0
+			for _, n := range rep.Notes {
+				if n.Kind == "sitemap" && n.Detail == "/sitemap.xml: urlset, 1 entries, 1 queued" {
+					notes++
+				}
+			}
+			if (notes == 1) != c.want {
+				t.Errorf("host notes %+v; want the sitemap's: %v", rep.Notes, c.want)
+			}
+		})
+	}
+}
