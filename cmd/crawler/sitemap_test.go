@@ -71,7 +71,7 @@ func TestCrawlSitemapsOption(t *testing.T) {
 				t.Fatal(err)
 			}
 			var rep struct {
-				Pages []struct{ URL, Class string } `json:"pages"`
+				Pages []struct{ URL, Class string }   `json:"pages"`
 				Notes []struct{ Kind, Detail string } `json:"host_notes"`
 			}
 			if err := json.Unmarshal(so.Bytes(), &rep); err != nil {
