@@ -99,8 +99,11 @@ func (e *Engine) discoverSitemaps(it *frontier.Item, u *url.URL, rules *fetch.Ro
 		return
 	}
 	key := fetch.RobotsKey(u)
+	if !e.sitemaps.firstRobots(key) {
+		return
+	}
 	names := rules.Sitemaps()
-	if len(names) == 0 || !e.sitemaps.firstRobots(key) {
+	if len(names) == 0 {
 		return
 	}
 	robotsURL := key + "/robots.txt"
@@ -315,6 +318,7 @@ func (e *Engine) sitemapRedirect(tx *storage.Tx, it *frontier.Item, p *storage.P
 func (e *Engine) queueSitemapEntries(tx *storage.Tx, it *frontier.Item, parsed *sitemap.Result, rec *sitemapRecord) (out []frontier.Item, files int, err error) {
 	budget := e.sitemaps.budget(it.Via)
 	rec.Queued, rec.OffSite, rec.OutOfScope, rec.NotQueued = 0, 0, 0, 0
+	rec.Invalid = parsed.Invalid // the transaction may run again
 	for _, en := range parsed.Entries {
 		cu, err := frontier.Canonicalize(en.Loc, nil)
 		if err != nil {
@@ -393,43 +397,64 @@ func SitemapHints(db *storage.DB, fn func(SitemapHint) error) error {
 	})
 }
 
-// sitemapNotes are the report's host notes on sitemaps: one per sitemap
-// file, what it held and what bounded or broke it.
+// sitemapNotes are the report's host notes on sitemaps: per robots.txt
+// site, one "sitemaps" note summing up what its sitemaps listed; per sitemap
+// file that was not read whole or listed what it may not, one "sitemap"
+// note saying so.
 func sitemapNotes(db *storage.DB) ([]report.HostNote, error) {
+	type sum struct{ files, urls, queued int }
+	sums := map[string]*sum{}
 	var notes []report.HostNote
 	err := db.ForEachEvidence("sitemap", func(u string, v []byte) error {
 		var r sitemapRecord
 		if err := json.Unmarshal(v, &r); err != nil {
 			return fmt.Errorf("sitemap record of %s: %w", u, err)
 		}
-		where := u // the host is the note's own column
-		if pu, err := url.Parse(u); err == nil {
-			where = pu.RequestURI()
+		s := sums[r.Robots]
+		if s == nil {
+			s = &sum{}
+			sums[r.Robots] = s
 		}
-		detail := fmt.Sprintf("%s: %s, %d entries, %d queued", where, cmp.Or(r.Kind, "not read"), r.Entries, r.Queued)
-		for _, c := range []struct {
-			n    int
-			what string
-		}{{r.Invalid, "invalid"}, {r.OffSite, "off site"}, {r.OutOfScope, "out of scope"}, {r.NotQueued, "sitemaps past the bounds"}} {
-			if c.n > 0 {
-				detail += fmt.Sprintf(", %d %s", c.n, c.what)
-			}
+		s.files++
+		if r.Kind != string(sitemap.KindIndex) {
+			s.urls, s.queued = s.urls+r.Entries, s.queued+r.Queued
 		}
-		if r.Truncated != "" {
-			detail += ", cut at the " + r.Truncated + " limit"
+		if d, ok := sitemapNote(u, r); ok {
+			notes = append(notes, report.HostNote{Host: frontier.HostKey(u), Kind: "sitemap", Detail: d})
 		}
-		if r.Error != "" {
-			detail += ", error: " + r.Error
-		}
-		notes = append(notes, report.HostNote{Host: frontier.HostKey(u), Kind: "sitemap", Detail: detail})
 		return nil
 	})
+	for robots, s := range sums {
+		notes = append(notes, report.HostNote{Host: frontier.HostKey(robots), Kind: "sitemaps",
+			Detail: fmt.Sprintf("sitemap files %d, URLs listed %d, queued %d", s.files, s.urls, s.queued)})
+	}
 	return notes, err
 }
 
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
+// sitemapNote describes a sitemap file that was not read whole or listed
+// what it may not; ok is false for one that did neither.
+func sitemapNote(u string, r sitemapRecord) (detail string, ok bool) {
+	if r.Error == "" && r.Truncated == "" && r.Invalid+r.OffSite+r.NotQueued == 0 {
+		return "", false
 	}
-	return s
+	where := u // the host is the note's own column
+	if pu, err := url.Parse(u); err == nil {
+		where = pu.RequestURI()
+	}
+	detail = fmt.Sprintf("%s: %s, %d entries, %d queued", where, cmp.Or(r.Kind, "not read"), r.Entries, r.Queued)
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{r.Invalid, "invalid"}, {r.OffSite, "off site"}, {r.OutOfScope, "out of scope"}, {r.NotQueued, "sitemaps past the bounds"}} {
+		if c.n > 0 {
+			detail += fmt.Sprintf(", %d %s", c.n, c.what)
+		}
+	}
+	if r.Truncated != "" {
+		detail += ", cut at the " + r.Truncated + " limit"
+	}
+	if r.Error != "" {
+		detail += ", error: " + r.Error
+	}
+	return detail, true
 }

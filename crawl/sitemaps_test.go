@@ -136,25 +136,29 @@ func TestSitemapPagesCrawled(t *testing.T) {
 		t.Errorf("host B requests %q: want its robots.txt, then the sitemap", got)
 	}
 	assertNotes(t, res, map[string]string{
+		a.HostPort("127.0.0.71") + " (sitemaps)":         "sitemap files 4, URLs listed 9, queued 7",
 		a.HostPort("127.0.0.71") + " /sitemap_index.xml": "index, 3 entries, 2 queued, 1 off site",
 		a.HostPort("127.0.0.71") + " /sm/pages.xml.gz":   "urlset, 5 entries, 4 queued, 1 off site",
-		a.HostPort("127.0.0.71") + " /sm/more.txt":       "text, 2 entries, 2 queued",
 		b.HostPort("127.0.0.72") + " /maps/a.xml":        "urlset, 2 entries, 1 queued, 1 off site",
 	})
-	if !strings.Contains(res.Text, "sitemap: /sm/more.txt: text, 2 entries, 2 queued") {
+	if !strings.Contains(res.Text, "sitemaps: sitemap files 4, URLs listed 9, queued 7") {
 		t.Errorf("the text report lacks the sitemap notes:\n%s", res.Text)
 	}
 }
 
 // assertNotes checks the report's sitemap notes: want maps "host path" to
-// the detail after the path.
+// the detail after the path of a sitemap's note, "host (sitemaps)" to a
+// site's summary.
 func assertNotes(t *testing.T, res crawlResult, want map[string]string) {
 	t.Helper()
 	got := map[string]string{}
 	for _, n := range res.Notes {
-		if n.Kind == "sitemap" {
+		switch n.Kind {
+		case "sitemap":
 			path, detail, _ := strings.Cut(n.Detail, ": ")
 			got[n.Host+" "+path] = detail
+		case "sitemaps":
+			got[n.Host+" (sitemaps)"] = n.Detail
 		}
 	}
 	for k, w := range want {
@@ -270,16 +274,12 @@ func TestSitemapsHostile(t *testing.T) {
 	}
 	hp := h.HostPort("127.0.0.74")
 	assertNotes(t, res, map[string]string{
+		hp + " (sitemaps)":      "sitemap files 14, URLs listed 50005, queued 4",
 		hp + " /million.xml.gz": "urlset, 50000 entries, 0 queued, 50000 off site, cut at the urls limit",
 		hp + " /bomb.xml.gz":    "urlset, 1 entries, 1 queued, cut at the bytes limit",
 		hp + " /bomb-ce.xml":    "urlset, 1 entries, 1 queued, cut at the fetch.max_body_size limit",
 		hp + " /lol.xml":        "urlset, 1 entries, 0 queued, 1 off site",
-		hp + " /idx1.xml":       "index, 1 entries, 1 queued",
-		hp + " /idx2.xml":       "index, 1 entries, 1 queued",
 		hp + " /idx3.xml":       "index, 1 entries, 0 queued, 1 sitemaps past the bounds",
-		hp + " /loopA.xml":      "index, 1 entries, 1 queued",
-		hp + " /loopB.xml":      "index, 1 entries, 0 queued",
-		hp + " /wrongtype.xml":  "urlset, 1 entries, 1 queued",
 		hp + " /slow.xml":       "not read, 0 entries, 0 queued, error: " + res.page(t, base+"/slow.xml").Error,
 		hp + " /html.xml":       "unknown, 0 entries, 0 queued, error: not a sitemap: root element <html>",
 		hp + " /broken.xml":     "urlset, 1 entries, 1 queued, error: unexpected end of file: 3 elements not closed",

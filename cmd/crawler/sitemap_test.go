@@ -86,7 +86,7 @@ func TestCrawlSitemapsOption(t *testing.T) {
 			}
 			notes := 0
 			for _, n := range rep.Notes {
-				if n.Kind == "sitemap" && n.Detail == "/sitemap.xml: urlset, 1 entries, 1 queued" {
+				if n.Kind == "sitemaps" && n.Detail == "sitemap files 1, URLs listed 1, queued 1" {
 					notes++
 				}
 			}
