@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -27,7 +28,12 @@ func TestCrawlSitemapsOption(t *testing.T) {
 		"/sitemap.xml": `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>` + base + `/only</loc><lastmod>2025-01-02</lastmod></url></urlset>`,
 		"/only":        "<html><head><title>only</title></head><body><p>listed in the sitemap and nowhere else</p></body></html>",
 	}
+	var mu sync.Mutex
+	hits := map[string]int{}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits[r.URL.Path]++
+		mu.Unlock()
 		body, ok := pages[r.URL.Path]
 		if !ok {
 			http.NotFound(w, r)
@@ -47,11 +53,17 @@ func TestCrawlSitemapsOption(t *testing.T) {
 		}
 	})
 
+	// resume: the first run stops (--max-pages 1) with the sitemap queued
+	// and not fetched; the second fetches it as a sitemap, not as a page.
 	for _, c := range []struct {
 		name, config string
+		resume       bool
 		want         bool
-	}{{"default", "", true}, {"off", "crawl:\n  sitemaps: false\n", false}} {
+	}{{"default", "", false, true}, {"off", "crawl:\n  sitemaps: false\n", false, false}, {"resume", "", true, true}} {
 		t.Run(c.name, func(t *testing.T) {
+			mu.Lock()
+			clear(hits)
+			mu.Unlock()
 			dir := t.TempDir()
 			data := filepath.Join(dir, "data")
 			args := []string{"crawl", "--data", data, "--delay", "0", "--quiet"}
@@ -63,9 +75,25 @@ func TestCrawlSitemapsOption(t *testing.T) {
 				args = append(args, "--config", cfg)
 			}
 			var so, se bytes.Buffer
+			if c.resume {
+				if err := run(context.Background(), append(args, "--max-pages", "1", base+"/"), &so, &se); err != nil {
+					t.Fatalf("crawl: %v\n%s", err, se.String())
+				}
+				mu.Lock()
+				n := hits["/sitemap.xml"]
+				mu.Unlock()
+				if n != 0 {
+					t.Fatalf("the first run fetched the sitemap (%d): nothing left to resume", n)
+				}
+			}
 			if err := run(context.Background(), append(args, base+"/"), &so, &se); err != nil {
 				t.Fatalf("crawl: %v\n%s", err, se.String())
 			}
+			mu.Lock()
+			if n := hits["/sitemap.xml"]; n > 1 {
+				t.Errorf("sitemap requested %d times", n)
+			}
+			mu.Unlock()
 			so.Reset()
 			if err := run(context.Background(), []string{"report", "--data", data, "--format", "json"}, &so, &se); err != nil {
 				t.Fatal(err)
