@@ -1,6 +1,8 @@
 // Package configs holds Horseshoe's configuration: the embedded default.yaml,
 // which documents every option with its default, and the loader that reads a
-// user's file over it and validates every option at once.
+// user's file over it. configs only decodes: it reports what is not YAML, an
+// unknown key or a value of the wrong type, each at its line and column; the
+// values are checked by the stages that use them (crawl.Validate).
 package configs
 
 import (
@@ -8,10 +10,9 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"io"
-	"net/netip"
 	"os"
-	"regexp"
+	"reflect"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -30,11 +31,11 @@ type Duration time.Duration
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	var s string
 	if err := n.Decode(&s); err != nil {
-		return fmt.Errorf("line %d: want a duration such as 1s or 500ms", n.Line)
+		return errors.New("want a duration such as 1s or 500ms")
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("line %d: %q is not a duration (use e.g. 1s, 500ms, 2m)", n.Line, s)
+		return fmt.Errorf("%q is not a duration (use e.g. 1s, 500ms, 2m)", s)
 	}
 	*d = Duration(v)
 	return nil
@@ -45,16 +46,6 @@ func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(),
 
 // D returns the value as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
-
-// MaxBodySize bounds fetch.max_body_size: a body's decoded text takes up to
-// three times its bytes (one byte of windows-1252 or an invalid byte becomes
-// three of UTF-8), and each is stored as one value of at most 2 GB.
-const MaxBodySize = 512 << 20
-
-// MaxURLLength bounds urls.max_length: a URL is part of store keys, some of
-// which hold two URLs (a skipped copy and the page it waits on), and Badger
-// refuses keys above 65,000 bytes.
-const MaxURLLength = 16 << 10
 
 // StoredValueSize is the largest value a crawl with body limit maxBody
 // writes: its text (up to three bytes per body byte) or its raw response
@@ -168,12 +159,12 @@ func Default() Config {
 	return c
 }
 
-// Load reads the YAML file at path over the defaults and validates the result.
-// An empty path gives the defaults.
+// Load reads the YAML file at path over the defaults. An empty path gives the
+// defaults. Load decodes only: crawl.Validate checks the values.
 func Load(path string) (Config, error) {
 	c := Default()
 	if path == "" {
-		return c, c.Validate()
+		return c, nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -182,199 +173,86 @@ func Load(path string) (Config, error) {
 	if err := decode(b, &c); err != nil {
 		return c, fmt.Errorf("config %s: %w", path, err)
 	}
-	if err := c.Validate(); err != nil {
-		return c, fmt.Errorf("config %s: %w", path, err)
-	}
 	return c, nil
 }
 
+// decode reads the YAML document b over c. It reports every unknown key and
+// every value of the wrong type at once, each with its line, column and key.
 func decode(b []byte, c *Config) error {
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(c); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil // empty file: defaults
-		}
-		return err
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return err // not YAML: yaml's message names the line
 	}
-	return nil
-}
-
-// Validate reports every invalid option at once.
-func (c Config) Validate() error {
+	if len(doc.Content) == 0 {
+		return nil // empty file: defaults
+	}
 	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-
-	if c.Crawl.Workers < 1 || c.Crawl.Workers > 1024 {
-		bad("crawl.workers must be between 1 and 1024, got %d", c.Crawl.Workers)
-	}
-	if c.Crawl.MaxPages < 0 {
-		bad("crawl.max_pages must be >= 0, got %d", c.Crawl.MaxPages)
-	}
-	if c.Crawl.MaxPagesPerHost < 0 {
-		bad("crawl.max_pages_per_host must be >= 0, got %d", c.Crawl.MaxPagesPerHost)
-	}
-	if c.Crawl.MaxDepth < 0 {
-		bad("crawl.max_depth must be >= 0, got %d", c.Crawl.MaxDepth)
-	}
-	switch c.Crawl.Scope {
-	case "host", "domain", "prefix", "any":
-	default:
-		bad("crawl.scope must be host, domain, prefix or any, got %q", c.Crawl.Scope)
-	}
-	for _, r := range c.Crawl.Allow {
-		if _, err := regexp.Compile(r); err != nil {
-			bad("crawl.allow: %q is not a regular expression: %v", r, err)
-		}
-	}
-	for _, r := range c.Crawl.Deny {
-		if _, err := regexp.Compile(r); err != nil {
-			bad("crawl.deny: %q is not a regular expression: %v", r, err)
-		}
-	}
-
-	p := c.Politeness
-	if p.Delay < 0 {
-		bad("politeness.delay must be >= 0, got %s", p.Delay.D())
-	}
-	if p.AdaptiveFactor < 0 || p.AdaptiveFactor > 100 {
-		bad("politeness.adaptive_factor must be between 0 and 100, got %g", p.AdaptiveFactor)
-	}
-	if p.MaxDelay < p.Delay {
-		bad("politeness.max_delay (%s) must be >= politeness.delay (%s)", p.MaxDelay.D(), p.Delay.D())
-	}
-	if p.RobotsTTL <= 0 {
-		bad("politeness.robots_ttl must be > 0, got %s", p.RobotsTTL.D())
-	}
-	if p.RobotsRetry <= 0 {
-		bad("politeness.robots_retry must be > 0, got %s", p.RobotsRetry.D())
-	}
-	if p.BackoffBase <= 0 || p.BackoffMax < p.BackoffBase {
-		bad("politeness.backoff_base must be > 0 and <= backoff_max, got %s and %s", p.BackoffBase.D(), p.BackoffMax.D())
-	}
-	if p.MaxFailures < 1 {
-		bad("politeness.max_failures must be >= 1, got %d", p.MaxFailures)
-	}
-
-	f := c.Fetch
-	if f.UserAgent == "" {
-		bad("fetch.user_agent must not be empty")
-	}
-	if f.RobotsAgent == "" || !regexp.MustCompile(`^[A-Za-z_-]+$`).MatchString(f.RobotsAgent) {
-		bad("fetch.robots_agent must be a product token of letters, '_' and '-', got %q", f.RobotsAgent)
-	}
-	if f.Timeout <= 0 {
-		bad("fetch.timeout must be > 0, got %s", f.Timeout.D())
-	}
-	if f.MaxBodySize < 1024 || f.MaxBodySize > MaxBodySize {
-		bad("fetch.max_body_size must be between 1024 and %d bytes (512 MiB), got %d", MaxBodySize, f.MaxBodySize)
-	}
-	if f.MaxRedirects < 0 || f.MaxRedirects > 50 {
-		bad("fetch.max_redirects must be between 0 and 50, got %d", f.MaxRedirects)
-	}
-	for _, a := range f.AllowAddresses {
-		if !validAllowAddress(a) {
-			bad("fetch.allow_addresses: %q is not an IP address, a CIDR prefix or a host name", a)
-		}
-	}
-
-	u := c.URLs
-	if u.MaxLength < 16 || u.MaxLength > MaxURLLength {
-		bad("urls.max_length must be between 16 and %d, got %d", MaxURLLength, u.MaxLength)
-	}
-	if u.MaxPathDepth < 1 {
-		bad("urls.max_path_depth must be >= 1, got %d", u.MaxPathDepth)
-	}
-	if u.MaxRepeatedSegment < 1 {
-		bad("urls.max_repeated_segment must be >= 1, got %d", u.MaxRepeatedSegment)
-	}
-	if u.MaxQueryParams < 0 {
-		bad("urls.max_query_params must be >= 0, got %d", u.MaxQueryParams)
-	}
-
-	d := c.Dedup
-	if d.ShingleWords < 1 || d.ShingleWords > 32 {
-		bad("dedup.shingle_words must be between 1 and 32, got %d", d.ShingleWords)
-	}
-	if d.Samples < 1 || d.Samples > 1024 {
-		bad("dedup.samples must be between 1 and 1024, got %d", d.Samples)
-	}
-	switch d.Filter {
-	case "altavista", "bing":
-	case "custom":
-		if d.FilterK < 1 || d.FilterS < 1 || d.FilterR < 1 || d.FilterR > d.FilterK {
-			bad("dedup custom filter needs filter_k >= filter_r >= 1 and filter_s >= 1, got k=%d s=%d r=%d", d.FilterK, d.FilterS, d.FilterR)
-		}
-		if d.FilterK*d.FilterS > d.Samples {
-			bad("dedup custom filter needs filter_k*filter_s <= samples, got %d*%d > %d", d.FilterK, d.FilterS, d.Samples)
-		}
-		if d.FilterBits != 16 && d.FilterBits != 64 {
-			bad("dedup.filter_bits must be 16 or 64, got %d", d.FilterBits)
-		}
-	default:
-		bad("dedup.filter must be altavista, bing or custom, got %q", d.Filter)
-	}
-	if d.SimhashK < 0 || d.SimhashK > 8 {
-		bad("dedup.simhash_k must be between 0 and 8, got %d", d.SimhashK)
-	}
-	switch d.SimhashIndex {
-	case "psm", "bphs":
-	default:
-		bad("dedup.simhash_index must be psm or bphs, got %q", d.SimhashIndex)
-	}
-	switch d.SimhashWeight {
-	case "uniform", "tf":
-	default:
-		bad("dedup.simhash_weight must be uniform or tf, got %q", d.SimhashWeight)
-	}
-	if d.PSMBudget < 1 || d.PSMBudget > 4096 {
-		bad("dedup.psm_budget must be between 1 and 4096, got %d", d.PSMBudget)
-	}
-	if d.SimhashIndex == "bphs" {
-		if d.BPHSBlocks < 2 || d.BPHSBlocks > 16 {
-			bad("dedup.bphs_blocks must be between 2 and 16, got %d", d.BPHSBlocks)
-		} else if d.BPHSHeader < 1 || d.BPHSHeader > d.BPHSBlocks-d.SimhashK {
-			bad("dedup.bphs_header must be between 1 and bphs_blocks - simhash_k = %d (a match within simhash_k bits leaves that many blocks intact), got %d",
-				d.BPHSBlocks-d.SimhashK, d.BPHSHeader)
-		}
-	}
-	if d.Threshold < 0.75 || d.Threshold > 1 {
-		bad("dedup.threshold must be between 0.75 and 1 (the seeds never call pages below about 0.75 near-duplicates), got %g", d.Threshold)
-	}
-	if c.Storage.MinFreeBytes < 0 {
-		bad("storage.min_free_bytes must be >= 0, got %d", c.Storage.MinFreeBytes)
-	}
-	m := c.Mirror
-	if m.Sample < 1 || m.Sample > 10000 {
-		bad("mirror.sample must be between 1 and 10000, got %d", m.Sample)
-	}
-	if !(m.OtherShare > 0 && m.OtherShare < m.MirrorShare && m.MirrorShare < 1) {
-		bad("mirror.other_share and mirror.mirror_share must satisfy 0 < other_share < mirror_share < 1, got %g and %g", m.OtherShare, m.MirrorShare)
-	}
-	if !(m.FalseMirror > 0 && m.FalseMirror < 0.5) {
-		bad("mirror.false_mirror must be above 0 and below 0.5, got %g", m.FalseMirror)
-	}
-	if m.MaxCompared < 1 {
-		bad("mirror.max_compared must be >= 1, got %d", m.MaxCompared)
-	}
-	if !(m.MissedMirror > 0 && m.MissedMirror < 0.5) {
-		bad("mirror.missed_mirror must be above 0 and below 0.5, got %g", m.MissedMirror)
-	}
-	if m.VerifyEvery < 2 {
-		bad("mirror.verify_every must be >= 2, got %d", m.VerifyEvery)
-	}
+	decodeNode(doc.Content[0], reflect.ValueOf(c).Elem(), "", &errs)
 	return errors.Join(errs...)
 }
 
-var hostNameRE = regexp.MustCompile(`^[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?)*\.?$`)
+var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
 
-// validAllowAddress reports whether a names an address (IP or CIDR prefix) or a host name.
-func validAllowAddress(a string) bool {
-	if _, err := netip.ParseAddr(a); err == nil {
-		return true
+// decodeNode decodes n into v, the option or section named key: a section
+// key by key, an option with yaml's decoder.
+func decodeNode(n *yaml.Node, v reflect.Value, key string, errs *[]error) {
+	at := func(n *yaml.Node, format string, a ...any) {
+		*errs = append(*errs, fmt.Errorf("line %d, column %d: "+format, append([]any{n.Line, n.Column}, a...)...))
 	}
-	if _, err := netip.ParsePrefix(a); err == nil {
-		return true
+	if v.Kind() != reflect.Struct || reflect.PointerTo(v.Type()).Implements(unmarshalerType) {
+		if err := n.Decode(v.Addr().Interface()); err != nil {
+			var te *yaml.TypeError
+			if errors.As(err, &te) {
+				at(n, "%s: want %s, got %q", key, kindName(v.Kind()), n.Value)
+			} else {
+				at(n, "%s: %v", key, err)
+			}
+		}
+		return
 	}
-	return len(a) <= 253 && hostNameRE.MatchString(a)
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return // an empty section keeps its defaults
+	}
+	if n.Kind != yaml.MappingNode {
+		if key == "" {
+			key = "the file"
+		}
+		at(n, "%s: want a section of options (key: value lines), got %q", key, n.Value)
+		return
+	}
+	fields := map[string]reflect.Value{}
+	for i := 0; i < v.NumField(); i++ {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
+		fields[name] = v.Field(i)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		name := k.Value
+		if key != "" {
+			name = key + "." + k.Value
+		}
+		f, ok := fields[k.Value]
+		if !ok {
+			at(k, "unknown key %s", name)
+			continue
+		}
+		decodeNode(val, f, name, errs)
+	}
+}
+
+// kindName names what a value of kind k is written as.
+func kindName(k reflect.Kind) string {
+	switch k {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int64:
+		return "a whole number"
+	case reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice:
+		return "a list"
+	}
+	return k.String()
 }

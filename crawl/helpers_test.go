@@ -15,12 +15,10 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/horseshoe-crawler/horseshoe/configs"
 	"github.com/horseshoe-crawler/horseshoe/crawl"
-	"github.com/horseshoe-crawler/horseshoe/dedup"
 	"github.com/horseshoe-crawler/horseshoe/fetch"
 	"github.com/horseshoe-crawler/horseshoe/frontier"
-	"github.com/horseshoe-crawler/horseshoe/mirror"
-	"github.com/horseshoe-crawler/horseshoe/parse"
 	"github.com/horseshoe-crawler/horseshoe/report"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
@@ -292,11 +290,23 @@ func (c crawlConfig) withDefaults() crawlConfig {
 	return c
 }
 
-func mirrorDetector(on bool) *mirror.Detector {
-	if !on {
-		return nil
+// config is the crawler's configuration for c: the defaults, with what the
+// politeness tests vary, no raw responses and the loopback servers' short
+// timeout.
+func (c crawlConfig) config() configs.Config {
+	cfg := configs.Default()
+	p := &cfg.Politeness
+	p.Delay, p.MaxDelay, p.RobotsRetry = configs.Duration(c.Delay), configs.Duration(c.MaxDelay), configs.Duration(c.RobotsRetry)
+	p.BackoffBase, p.BackoffMax, p.MaxFailures = configs.Duration(c.BackoffBase), configs.Duration(c.BackoffMax), c.MaxFailures
+	cfg.Crawl.Workers, cfg.Crawl.MaxDepth, cfg.Crawl.FollowNofollow = c.Workers, 10, c.FollowNofollow
+	cfg.Crawl.SkipDuplicateLinks, cfg.Mirror.Enabled = c.Mirror, c.Mirror
+	cfg.Crawl.Sitemaps = !c.NoSitemaps
+	if c.ScopeAny {
+		cfg.Crawl.Scope = "any"
 	}
-	return mirror.NewDetector(mirror.DefaultOptions())
+	cfg.Fetch.RobotsAgent, cfg.Fetch.Timeout = robotsAgent, configs.Duration(5*time.Second)
+	cfg.Storage.KeepRaw = false
+	return cfg
 }
 
 // crawlResult is what a finished test crawl left in its store.
@@ -326,8 +336,8 @@ func (r crawlResult) page(tb testing.TB, rawURL string) *storage.Page {
 	return p
 }
 
-// runCrawl crawls seeds to the end through the real engine, wired as
-// cmd/crawler's runCrawl does, and returns what the store holds.
+// runCrawl crawls seeds to the end through the real engine, wired by
+// crawl.Build as the crawler wires it, and returns what the store holds.
 func runCrawl(tb testing.TB, cfg crawlConfig, seeds ...string) crawlResult {
 	tb.Helper()
 	cfg = cfg.withDefaults()
@@ -346,65 +356,12 @@ func runCrawl(tb testing.TB, cfg crawlConfig, seeds ...string) crawlResult {
 		canon = append(canon, c)
 	}
 
-	fo := fetch.DefaultOptions()
-	fo.RobotsAgent = robotsAgent
-	fo.Timeout = 5 * time.Second
-	fo.NoFollowRedirects = true
-	fo.DenyPrivate = false
-	if cfg.Policy != nil {
-		fo.DenyPrivate, fo.Policy = true, *cfg.Policy
-	}
-	fo.Resolver = cfg.Resolver
-	fetcher, err := fetch.New(fo, nil)
+	c, err := crawl.Build(cfg.config(), db, crawl.Env{Seeds: canon, Policy: cfg.Policy, Resolver: cfg.Resolver}, nil)
 	if err != nil {
-		tb.Fatalf("fetch.New: %v", err)
+		tb.Fatalf("crawl.Build: %v", err)
 	}
-	defer fetcher.Close()
-	robots := fetch.NewRobotsCache(fetcher, fetch.RobotsOptions{
-		TTL:           24 * time.Hour,
-		RetryInterval: cfg.RobotsRetry,
-	}, crawl.RobotsStore{DB: db}, nil)
-
-	det, err := dedup.New(dedup.DefaultOptions())
-	if err != nil {
-		tb.Fatalf("dedup.New: %v", err)
-	}
-	fr, err := frontier.New(frontier.Options{
-		Delay:       cfg.Delay,
-		MaxDelay:    cfg.MaxDelay,
-		BackoffBase: cfg.BackoffBase,
-		BackoffMax:  cfg.BackoffMax,
-		MaxFailures: cfg.MaxFailures,
-	}, db, nil, nil)
-	if err != nil {
-		tb.Fatalf("frontier.New: %v", err)
-	}
-	mode := frontier.ScopeHost
-	if cfg.ScopeAny {
-		mode = frontier.ScopeAny
-	}
-	scope, err := frontier.NewScope(frontier.ScopeOptions{Mode: mode}, canon)
-	if err != nil {
-		tb.Fatalf("frontier.NewScope: %v", err)
-	}
-	eng := crawl.New(crawl.Options{
-		Workers:            cfg.Workers,
-		MaxDepth:           10,
-		MaxRedirects:       10,
-		Scope:              scope,
-		Trap:               frontier.DefaultTrapOptions(),
-		FollowNofollow:     cfg.FollowNofollow,
-		SkipDuplicateLinks: cfg.Mirror,
-		Mirror:             mirrorDetector(cfg.Mirror),
-		ObeyRobots:         true,
-		RobotsRetry:        cfg.RobotsRetry,
-		MaxDelay:           cfg.MaxDelay,
-		RobotsAgent:        robotsAgent,
-		Parse:              parse.Options{BotName: robotsAgent, MaxTokens: 1 << 20},
-		Addresses:          fetcher,
-		Resolver:           cfg.Resolver,
-		Sitemaps:           !cfg.NoSitemaps,
-	}, db, fr, fetcher, robots, det, nil)
+	defer c.Close()
+	eng, fr := c.Engine, c.Frontier
 	if _, err := eng.Seed(canon); err != nil {
 		tb.Fatalf("Seed: %v", err)
 	}

@@ -14,12 +14,10 @@ import (
 
 	"github.com/horseshoe-crawler/horseshoe/configs"
 	"github.com/horseshoe-crawler/horseshoe/crawl"
-	"github.com/horseshoe-crawler/horseshoe/dedup"
 	"github.com/horseshoe-crawler/horseshoe/fetch"
 	"github.com/horseshoe-crawler/horseshoe/frontier"
 	"github.com/horseshoe-crawler/horseshoe/internal/hostile"
 	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
-	"github.com/horseshoe-crawler/horseshoe/parse"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
 
@@ -32,13 +30,12 @@ type testCrawl struct {
 	peakHeap uint64 // highest HeapAlloc sampled during the crawl
 }
 
-// runEngine crawls seeds into dataDir with the wiring of cmd/crawler's
-// runCrawl (fetcher, robots cache, detector, frontier, scope, engine,
+// runEngine crawls seeds into dataDir as the crawler does (crawl.Build,
 // Restore, Seed, Run), private networks allowed. It fails the test if the
 // crawl does not finish within limit.
 func runEngine(tb testing.TB, cfg configs.Config, dataDir string, seeds []string, limit time.Duration) *testCrawl {
 	tb.Helper()
-	if err := cfg.Validate(); err != nil {
+	if err := crawl.Validate(cfg); err != nil {
 		tb.Fatalf("config: %v", err)
 	}
 	logger := slog.New(slog.DiscardHandler)
@@ -54,81 +51,16 @@ func runEngine(tb testing.TB, cfg configs.Config, dataDir string, seeds []string
 			tb.Errorf("close store: %v", err)
 		}
 	}()
-	if err := db.PutMeta("seeds", []byte(strings.Join(seeds, "\n"))); err != nil {
+	if err := db.PutSeeds(seeds); err != nil {
 		tb.Fatal(err)
 	}
-
-	fo := fetch.DefaultOptions()
-	fo.UserAgent = cfg.Fetch.UserAgent
-	fo.RobotsAgent = cfg.Fetch.RobotsAgent
-	fo.Timeout = cfg.Fetch.Timeout.D()
-	fo.MaxBodySize = cfg.Fetch.MaxBodySize
-	fo.MaxRedirects = cfg.Fetch.MaxRedirects
-	fo.DenyPrivate = false
-	fo.NoFollowRedirects = true
 	noDNS := &fakeResolver{Names: map[string][]string{"localhost": {"127.0.0.1"}}} // no lookup leaves the machine
-	fo.Resolver = noDNS
-	fetcher, err := fetch.New(fo, logger.With("system", "fetch"))
+	c, err := crawl.Build(cfg, db, crawl.Env{Seeds: seeds, Resolver: noDNS}, logger)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer fetcher.Close()
-	var robots crawl.RobotsSource
-	if cfg.Politeness.ObeyRobots {
-		robots = fetch.NewRobotsCache(fetcher, fetch.RobotsOptions{
-			TTL:           cfg.Politeness.RobotsTTL.D(),
-			RetryInterval: cfg.Politeness.RobotsRetry.D(),
-		}, crawl.RobotsStore{DB: db}, nil)
-	}
-	do := dedup.DefaultOptions()
-	d := cfg.Dedup
-	do.ShingleWords, do.Samples = d.ShingleWords, d.Samples
-	do.Filter = dedup.FilterOptions{Preset: d.Filter, K: d.FilterK, S: d.FilterS, R: d.FilterR, Bits: d.FilterBits}
-	do.Simhash, do.SimhashK, do.SimhashIndex, do.Threshold = d.Simhash, d.SimhashK, d.SimhashIndex, d.Threshold
-	det, err := dedup.New(do)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	fr, err := frontier.New(frontier.Options{
-		Delay:           cfg.Politeness.Delay.D(),
-		AdaptiveFactor:  cfg.Politeness.AdaptiveFactor,
-		MaxDelay:        cfg.Politeness.MaxDelay.D(),
-		MaxPages:        cfg.Crawl.MaxPages,
-		MaxPagesPerHost: cfg.Crawl.MaxPagesPerHost,
-		BackoffBase:     cfg.Politeness.BackoffBase.D(),
-		BackoffMax:      cfg.Politeness.BackoffMax.D(),
-		MaxFailures:     cfg.Politeness.MaxFailures,
-	}, db, nil, logger.With("system", "frontier"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	scope, err := frontier.NewScope(frontier.ScopeOptions{
-		Mode: frontier.ScopeMode(cfg.Crawl.Scope), Allow: cfg.Crawl.Allow, Deny: cfg.Crawl.Deny,
-	}, seeds)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	eng := crawl.New(crawl.Options{
-		Workers:      cfg.Crawl.Workers,
-		MaxDepth:     cfg.Crawl.MaxDepth,
-		MaxRedirects: cfg.Fetch.MaxRedirects,
-		Scope:        scope,
-		Trap: frontier.TrapOptions{
-			MaxURLLength:       cfg.URLs.MaxLength,
-			MaxPathDepth:       cfg.URLs.MaxPathDepth,
-			MaxRepeatedSegment: cfg.URLs.MaxRepeatedSegment,
-			MaxQueryParams:     cfg.URLs.MaxQueryParams,
-		},
-		FollowNofollow:     cfg.Crawl.FollowNofollow,
-		SkipDuplicateLinks: cfg.Crawl.SkipDuplicateLinks,
-		ObeyRobots:         cfg.Politeness.ObeyRobots,
-		RobotsAgent:        cfg.Fetch.RobotsAgent,
-		RobotsRetry:        cfg.Politeness.RobotsRetry.D(),
-		KeepRaw:            cfg.Storage.KeepRaw,
-		Parse:              parse.Options{URLTokens: cfg.Dedup.URLTokens, BotName: cfg.Fetch.RobotsAgent, MaxTokens: 1 << 20},
-		Mirror:             crawl.MirrorDetector(cfg),
-		Resolver:           noDNS,
-	}, db, fr, fetcher, robots, det, logger.With("system", "crawl"))
+	defer c.Close()
+	eng, fr := c.Engine, c.Frontier
 	if _, err := eng.Restore(); err != nil {
 		tb.Fatal(err)
 	}

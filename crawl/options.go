@@ -37,19 +37,20 @@ func DedupOptions(d configs.Dedup) dedup.Options {
 	return o
 }
 
+// MirrorOptions maps the mirror section to the mirror detector's options.
+func MirrorOptions(m configs.Mirror) mirror.Options {
+	o := mirror.DefaultOptions()
+	o.MirrorShare, o.OtherShare = m.MirrorShare, m.OtherShare
+	o.FalseMirror, o.MissedMirror = m.FalseMirror, m.MissedMirror
+	o.MaxCompared, o.Sample, o.VerifyEvery = m.MaxCompared, m.Sample, m.VerifyEvery
+	return o
+}
+
 // MirrorDetector builds the mirror detector the config asks for (nil when
 // mirror handling is off).
 func MirrorDetector(cfg configs.Config) *mirror.Detector {
 	if !cfg.Mirror.Enabled {
 		return nil
 	}
-	return mirror.NewDetector(mirror.Options{
-		MirrorShare:  cfg.Mirror.MirrorShare,
-		OtherShare:   cfg.Mirror.OtherShare,
-		FalseMirror:  cfg.Mirror.FalseMirror,
-		MissedMirror: cfg.Mirror.MissedMirror,
-		MaxCompared:  cfg.Mirror.MaxCompared,
-		Sample:       cfg.Mirror.Sample,
-		VerifyEvery:  cfg.Mirror.VerifyEvery,
-	})
+	return mirror.NewDetector(MirrorOptions(cfg.Mirror))
 }

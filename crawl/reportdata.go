@@ -22,15 +22,37 @@ func ReportData(db *storage.DB, filter string, curve []report.CurvePoint) (*repo
 		Filter:             filter,
 		Curve:              curve,
 	}
+	skips, err := reportPages(db, d)
+	if err != nil {
+		return nil, err
+	}
+	if err := reportMirrors(db, d, skips); err != nil {
+		return nil, fmt.Errorf("mirror evidence: %w", err)
+	}
+	if err := reportHostNotes(db, d); err != nil {
+		return nil, err
+	}
+	if d.IrrelevantParams, err = paramReport(db); err != nil {
+		return nil, err
+	}
+	reportRun(db, d)
+	return d, nil
+}
+
+// skipRec is a mirror_skipped URL and the counterpart it waits on.
+type skipRec struct{ url, of string }
+
+// reportPages adds the page and skip records to d, with the counts by class
+// and host, and returns the skip records by origin (to count what each
+// mirror decision saved).
+func reportPages(db *storage.DB, d *report.Data) (map[string][]skipRec, error) {
 	d.Stats.ByClass = map[string]int{}
 	for _, c := range storage.Classes {
 		d.Stats.ByClass[c] = 0
 	}
 	hosts := map[string]bool{}
-	// Skip records by origin, to count what each mirror decision saved.
-	type skipRec struct{ url, of string }
 	skips := map[string][]skipRec{}
-	add := func(p *storage.Page) {
+	add := func(p *storage.Page) error {
 		if p.Class == storage.ClassMirrorSkipped {
 			o := mirror.Origin(p.URL)
 			skips[o] = append(skips[o], skipRec{p.URL, p.DuplicateOf})
@@ -42,17 +64,24 @@ func ReportData(db *storage.DB, filter string, curve []report.CurvePoint) (*repo
 		})
 		d.Stats.ByClass[p.Class]++
 		hosts[p.Host] = true
+		return nil
 	}
-	if err := db.ForEachPage(func(p *storage.Page) error { add(p); return nil }); err != nil {
+	if err := db.ForEachPage(add); err != nil {
 		return nil, err
 	}
-	if err := db.ForEachSkipped(func(p *storage.Page) error { add(p); return nil }); err != nil {
+	if err := db.ForEachSkipped(add); err != nil {
 		return nil, err
 	}
 	sort.SliceStable(d.Pages, func(i, j int) bool { return d.Pages[i].FetchedAt.Before(d.Pages[j].FetchedAt) })
 	d.Stats.Pages = len(d.Pages)
 	d.Stats.Hosts = len(hosts)
-	err := db.ForEachEvidence("mirror", func(_ string, v []byte) error {
+	return skips, nil
+}
+
+// reportMirrors adds the decided mirror candidates to d: mirrors, and
+// prefixes replicated within one host.
+func reportMirrors(db *storage.DB, d *report.Data, skips map[string][]skipRec) error {
+	return db.ForEachEvidence("mirror", func(_ string, v []byte) error {
 		var c mirror.Candidate
 		if err := json.Unmarshal(v, &c); err != nil {
 			return err
@@ -86,9 +115,10 @@ func ReportData(db *storage.DB, filter string, curve []report.CurvePoint) (*repo
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("mirror evidence: %w", err)
-	}
+}
+
+// reportHostNotes adds the hosts given up and the Crawl-delays capped.
+func reportHostNotes(db *storage.DB, d *report.Data) error {
 	d.HostNotes = []report.HostNote{}
 	for _, kind := range []string{"giveup", "crawldelay"} {
 		err := db.ForEachEvidence(kind, func(host string, v []byte) error {
@@ -109,30 +139,31 @@ func ReportData(db *storage.DB, filter string, curve []report.CurvePoint) (*repo
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("%s notes: %w", kind, err)
+			return fmt.Errorf("%s notes: %w", kind, err)
 		}
 	}
 	sitemaps, err := sitemapNotes(db)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	d.HostNotes = append(d.HostNotes, sitemaps...)
-	if d.IrrelevantParams, err = paramReport(db); err != nil {
-		return nil, err
-	}
-	if b, err := db.GetMeta("requests"); err == nil {
+	return nil
+}
+
+// reportRun adds the run metadata: requests, start and end, completeness.
+func reportRun(db *storage.DB, d *report.Data) {
+	if b, err := db.GetMeta(storage.MetaRequests); err == nil {
 		d.Stats.Requests, _ = strconv.Atoi(string(b))
 	}
-	if b, err := db.GetMeta("started"); err == nil {
+	if b, err := db.GetMeta(storage.MetaStarted); err == nil {
 		d.Stats.Started, _ = time.Parse(time.RFC3339Nano, string(b))
 	}
-	if b, err := db.GetMeta("finished"); err == nil {
+	if b, err := db.GetMeta(storage.MetaFinished); err == nil {
 		d.Stats.Finished, _ = time.Parse(time.RFC3339Nano, string(b))
 	}
-	if b, err := db.GetMeta("complete"); err == nil {
+	if b, err := db.GetMeta(storage.MetaComplete); err == nil {
 		d.Stats.Complete = string(b) == "true"
 	}
-	return d, nil
 }
 
 // FilterName describes a supershingle filter for reports.

@@ -326,7 +326,7 @@ func (ww *warcWriter) warcinfo(st WARCStore) error {
 	writeField(&b, "software", software)
 	writeField(&b, "format", "WARC File Format 1.1")
 	writeField(&b, "conformsTo", warcConformsTo)
-	for _, name := range []string{"started", "finished"} {
+	for _, name := range []string{storage.MetaStarted, storage.MetaFinished} {
 		v, err := meta(st, name)
 		if err != nil {
 			return err
@@ -335,7 +335,7 @@ func (ww *warcWriter) warcinfo(st WARCStore) error {
 			writeField(&b, name, v)
 		}
 	}
-	seeds, err := meta(st, "seeds")
+	seeds, err := meta(st, storage.MetaSeeds)
 	if err != nil {
 		return err
 	}

@@ -279,6 +279,7 @@ func (f *Fetcher) CheckHost(host string) error {
 // AllowEntries adds entries (IP addresses, CIDR prefixes or host names, as in the fetch.allow_addresses
 // setting) to the policy's Allow and AllowHosts.
 func (p *AddrPolicy) AllowEntries(entries []string) error {
+	var errs []error
 	for _, e := range entries {
 		if a, err := netip.ParseAddr(e); err == nil {
 			p.Allow = append(p.Allow, netip.PrefixFrom(normalAddr(a), normalAddr(a).BitLen()))
@@ -288,12 +289,13 @@ func (p *AddrPolicy) AllowEntries(entries []string) error {
 			p.Allow = append(p.Allow, pr.Masked())
 			continue
 		}
-		if e == "" || strings.ContainsAny(e, "/ :[]") {
-			return fmt.Errorf("allow %q: not an IP address, a CIDR prefix or a host name", e)
+		if !validHostName(e) {
+			errs = append(errs, fmt.Errorf("allow %q: not an IP address, a CIDR prefix or a host name", e))
+			continue
 		}
 		p.AllowHosts = append(p.AllowHosts, normalHost(e))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // AllowSeeds lets the policy through to the seeds' own addresses, and nothing more: a seed whose

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"golang.org/x/net/publicsuffix"
@@ -230,18 +229,15 @@ func NewScope(o ScopeOptions, seeds []string) (*Scope, error) {
 	if s.mode == "" {
 		s.mode = ScopeHost
 	}
-	var errs []error
+	errs := o.problems()
 	switch s.mode {
 	case ScopeHost, ScopeDomain, ScopePrefix:
 		if len(seeds) == 0 {
 			errs = append(errs, fmt.Errorf("mode %q needs at least one seed", s.mode))
 		}
-	case ScopeAny:
-	default:
-		errs = append(errs, fmt.Errorf("unknown mode %q (want host, domain, prefix or any)", s.mode))
 	}
-	s.allow, errs = scopeCompile("allow", o.Allow, errs)
-	s.deny, errs = scopeCompile("deny", o.Deny, errs)
+	s.allow = scopeCompile(o.Allow)
+	s.deny = scopeCompile(o.Deny)
 
 	for i, seed := range seeds {
 		c, err := Canonicalize(seed, nil)
@@ -264,17 +260,14 @@ func NewScope(o ScopeOptions, seeds []string) (*Scope, error) {
 	return s, nil
 }
 
-func scopeCompile(kind string, exprs []string, errs []error) ([]*regexp.Regexp, []error) {
+func scopeCompile(exprs []string) []*regexp.Regexp {
 	res := make([]*regexp.Regexp, 0, len(exprs))
-	for i, e := range exprs {
-		re, err := regexp.Compile(e)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s[%d] %s: %w", kind, i, strconv.Quote(e), err))
-			continue
+	for _, e := range exprs {
+		if re, err := regexp.Compile(e); err == nil { // problems reports the others
+			res = append(res, re)
 		}
-		res = append(res, re)
 	}
-	return res, errs
+	return res
 }
 
 // InScope reports whether canonical URL u is in scope: no Deny regexp matches it, it

@@ -76,6 +76,15 @@ func (o Options) Validate() error {
 			errs = append(errs, fmt.Errorf("mirror.%s must be above 0 and below 0.5, got %g", r.name, r.v))
 		}
 	}
+	if o.Sample < 1 || o.Sample > 10000 {
+		errs = append(errs, fmt.Errorf("mirror.sample must be between 1 and 10000, got %d", o.Sample))
+	}
+	if o.MaxCompared < 1 {
+		errs = append(errs, fmt.Errorf("mirror.max_compared must be >= 1, got %d", o.MaxCompared))
+	}
+	if o.VerifyEvery < 2 {
+		errs = append(errs, fmt.Errorf("mirror.verify_every must be >= 2, got %d", o.VerifyEvery))
+	}
 	return errors.Join(errs...)
 }
 
@@ -227,11 +236,6 @@ func NewDetector(o Options) *Detector {
 	if o.MissedMirror == 0 {
 		o.MissedMirror = d.MissedMirror
 	}
-	if o.Validate() != nil {
-		// Callers validate their configuration (configs, Options.Validate);
-		// a detector built anyway runs on the defaults.
-		o.MirrorShare, o.OtherShare, o.FalseMirror, o.MissedMirror = d.MirrorShare, d.OtherShare, d.FalseMirror, d.MissedMirror
-	}
 	if o.Sample <= 0 {
 		o.Sample = d.Sample
 	}
@@ -240,6 +244,12 @@ func NewDetector(o Options) *Detector {
 	}
 	if o.VerifyEvery <= 0 {
 		o.VerifyEvery = d.VerifyEvery
+	}
+	if o.Validate() != nil {
+		// Callers validate their configuration (Options.Validate); a
+		// detector built anyway runs on the defaults.
+		o.MirrorShare, o.OtherShare, o.FalseMirror, o.MissedMirror = d.MirrorShare, d.OtherShare, d.FalseMirror, d.MissedMirror
+		o.Sample, o.MaxCompared, o.VerifyEvery = d.Sample, d.MaxCompared, d.VerifyEvery
 	}
 	if o.MaxCandidates <= 0 {
 		o.MaxCandidates = d.MaxCandidates

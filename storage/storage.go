@@ -279,7 +279,7 @@ func Open(dir string, o Options) (*DB, error) {
 		return nil, err
 	}
 	var next uint64
-	if b, err := d.GetMeta("next_id"); err == nil && len(b) == 8 {
+	if b, err := d.GetMeta(MetaNextID); err == nil && len(b) == 8 {
 		next = binary.BigEndian.Uint64(b)
 	}
 	if next == 0 {
@@ -355,7 +355,7 @@ func checkDir(dir string, readOnly bool) error {
 }
 
 func (d *DB) checkVersion(readOnly bool) error {
-	v, err := d.GetMeta("version")
+	v, err := d.GetMeta(MetaVersion)
 	if errors.Is(err, ErrNotFound) {
 		empty := true
 		_ = d.db.View(func(txn *badger.Txn) error {
@@ -371,7 +371,7 @@ func (d *DB) checkVersion(readOnly bool) error {
 		if readOnly {
 			return fmt.Errorf("%w: empty store", ErrNotDataDir)
 		}
-		return d.PutMeta("version", []byte(SchemaVersion))
+		return d.PutMeta(MetaVersion, []byte(SchemaVersion))
 	}
 	if err != nil {
 		return err

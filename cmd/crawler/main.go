@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/horseshoe-crawler/horseshoe/configs"
 )
 
 // usageError marks errors caused by how the command was called (exit 2).
@@ -81,7 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "demo":
 		return cmdDemo(ctx, rest, stdout, stderr)
 	case "config":
-		_, err := stdout.Write(defaultConfig())
+		_, err := stdout.Write(configs.DefaultYAML())
 		return err
 	case "version":
 		fmt.Fprintln(stdout, "horseshoe", version)

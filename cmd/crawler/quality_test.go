@@ -620,7 +620,7 @@ func loadCrawl(dir string, det *dedup.Detector, mapURL func(string) string, need
 	}
 	defer db.Close()
 	cr := &crawlRecords{byURL: map[string]*recordOf{}}
-	if b, err := db.GetMeta("requests"); err == nil {
+	if b, err := db.GetMeta(storage.MetaRequests); err == nil {
 		if _, err := fmt.Sscan(string(b), &cr.request); err != nil {
 			return nil, fmt.Errorf("meta requests %q: %w", b, err)
 		}

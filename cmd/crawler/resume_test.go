@@ -333,7 +333,7 @@ func TestBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.PutMeta("version", []byte("horseshoe-storage-0")); err != nil {
+	if err := db.PutMeta(storage.MetaVersion, []byte("horseshoe-storage-0")); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {

@@ -4,15 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
-	"github.com/horseshoe-crawler/horseshoe/configs"
-	"github.com/horseshoe-crawler/horseshoe/crawl"
+	"github.com/horseshoe-crawler/horseshoe/internal/console"
 	"github.com/horseshoe-crawler/horseshoe/internal/live"
-	"github.com/horseshoe-crawler/horseshoe/storage"
+	"github.com/horseshoe-crawler/horseshoe/session"
 )
 
 // cmdServe serves a finished (or stopped) crawl's report and metrics until
@@ -25,56 +23,27 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg, err := configs.Load(*cfgPath)
-	if err != nil {
-		return usageError{err}
-	}
-	db, err := openExisting(*data)
+	cfg, err := loadConfig(*cfgPath)
 	if err != nil {
 		return err
+	}
+	db, err := session.OpenExisting(*data)
+	if err != nil {
+		return asUsage(err)
 	}
 	defer db.Close()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	logger := newLogger(stderr, false)
-	if err := damageError(*data, db, "serving what can be read"); err != nil {
+	logger := console.NewLogger(stderr, false)
+	if err := session.DamageError(*data, db, "serving what can be read"); err != nil {
 		logger.Warn(err.Error())
 	}
-	srv, err := startServe(*addr, db, cfg, nil, logger)
+	srv, err := live.StartReport(*addr, db, cfg.Dedup, nil, logger)
 	if err != nil {
-		return err
+		return asUsage(err)
 	}
 	fmt.Fprintf(stdout, "serving the report of %s on %s (metrics at %smetrics); interrupt to stop\n",
 		*data, srv.URL(), srv.URL())
 	<-ctx.Done()
 	return srv.Close()
-}
-
-// startServe serves db's report (GET /, GET /report.json) and metrics (GET
-// /metrics) on addr. snapshot gives the counters of a crawl running in this
-// process, and makes the HTML report reload itself; nil means a finished
-// crawl whose counters are read from the store.
-func startServe(addr string, db *storage.DB, cfg configs.Config, snapshot func() crawl.Stats, logger *slog.Logger) (*live.Server, error) {
-	name, curve, err := filterCurve(cfg)
-	if err != nil {
-		return nil, err
-	}
-	e2e, err := endToEndCurve(cfg)
-	if err != nil {
-		return nil, err
-	}
-	o := live.Options{Filter: name, Curve: curve, EndToEnd: e2e, RuntimeMetrics: true, Logger: logger.With("system", "serve")}
-	if snapshot != nil {
-		o.Live = true
-		o.Snapshot = func() (crawl.Stats, error) { return snapshot(), nil }
-	}
-	h, err := live.NewHandler(db, o)
-	if err != nil {
-		return nil, err
-	}
-	srv, err := live.Start(addr, h, logger.With("system", "serve"))
-	if err != nil {
-		return nil, usageError{fmt.Errorf("cannot serve on %s: %w", addr, err)}
-	}
-	return srv, nil
 }

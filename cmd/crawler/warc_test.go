@@ -18,6 +18,7 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/configs"
 	"github.com/horseshoe-crawler/horseshoe/export"
 	"github.com/horseshoe-crawler/horseshoe/internal/warcread"
+	"github.com/horseshoe-crawler/horseshoe/session"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
 
@@ -78,7 +79,7 @@ func TestExportWARC(t *testing.T) {
 					}
 				}
 				if tc.config != nil {
-					return tx.PutMeta("config", tc.config)
+					return tx.PutMeta(storage.MetaConfig, tc.config)
 				}
 				return nil
 			})
@@ -86,7 +87,7 @@ func TestExportWARC(t *testing.T) {
 				t.Fatal(err)
 			}
 			var buf bytes.Buffer
-			n, err := exportWARC(db, &buf, tc.dups, nil, "", "")
+			n, err := session.ExportWARC(db, &buf, export.WARCOptions{IncludeDuplicates: tc.dups, Software: "Horseshoe/" + version}, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,7 +134,7 @@ func TestCorpusWARCExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := exportWARC(db, f, true, nil, cdxPath, "corpus.warc.gz")
+	n, err := session.ExportWARC(db, f, export.WARCOptions{IncludeDuplicates: true, Software: "Horseshoe/" + version, Filename: "corpus.warc.gz"}, cdxPath)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -74,10 +74,10 @@ func testStore(tb testing.TB) *storage.DB {
 				return err
 			}
 		}
-		if err := tx.PutMeta("started", []byte(t0.Format(time.RFC3339Nano))); err != nil {
+		if err := tx.PutMeta(storage.MetaStarted, []byte(t0.Format(time.RFC3339Nano))); err != nil {
 			return err
 		}
-		return tx.PutMeta("requests", []byte("42"))
+		return tx.PutMeta(storage.MetaRequests, []byte("42"))
 	})
 	if err != nil {
 		tb.Fatal(err)

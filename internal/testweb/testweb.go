@@ -383,3 +383,30 @@ func (w *Web) closeRoots() {
 		_ = h.root.Close()
 	}
 }
+
+// NoDemoError is StartDemo's error when root holds no SEEDS.txt.
+type NoDemoError struct{ Err error }
+
+func (e *NoDemoError) Error() string { return e.Err.Error() }
+func (e *NoDemoError) Unwrap() error { return e.Err }
+
+// StartDemo serves the demo web in root (Start) and returns the URLs of the
+// seeds its SEEDS.txt lists, one "IP path" per line (# comments).
+func StartDemo(root string) (*Web, []string, error) {
+	lines, err := os.ReadFile(filepath.Join(root, "SEEDS.txt"))
+	if err != nil {
+		return nil, nil, &NoDemoError{err}
+	}
+	w, err := Start(root, Options{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot serve the demo web: %w", err)
+	}
+	var seeds []string
+	for _, line := range strings.Split(string(lines), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && !strings.HasPrefix(f[0], "#") {
+			seeds = append(seeds, w.URL(f[0], f[1]))
+		}
+	}
+	return w, seeds, nil
+}

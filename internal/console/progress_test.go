@@ -1,4 +1,4 @@
-package crawl_test
+package console_test
 
 import (
 	"bytes"
@@ -12,8 +12,7 @@ import (
 	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/crawl"
-	"github.com/horseshoe-crawler/horseshoe/frontier"
-	"github.com/horseshoe-crawler/horseshoe/storage"
+	"github.com/horseshoe-crawler/horseshoe/internal/console"
 )
 
 // fakeClock is a manual clock for Progress.
@@ -89,7 +88,7 @@ func TestProgressLine(t *testing.T) {
 			clock := &fakeClock{now: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
 			var cur crawl.Stats
 			var out bytes.Buffer
-			p := crawl.NewProgress(&out, func() crawl.Stats { return cur }, crawl.ProgressOptions{
+			p := console.NewProgress(&out, func() crawl.Stats { return cur }, console.ProgressOptions{
 				MaxPages: tt.maxPages, Window: 10 * time.Second, Now: clock.Now})
 			for i, s := range tt.steps {
 				clock.Add(s.advance)
@@ -115,7 +114,7 @@ func TestProgressRateFormatting(t *testing.T) {
 	clock := &fakeClock{now: time.Unix(0, 0)}
 	var out bytes.Buffer
 	s := crawl.Stats{}
-	p := crawl.NewProgress(&out, func() crawl.Stats { return s }, crawl.ProgressOptions{Now: clock.Now})
+	p := console.NewProgress(&out, func() crawl.Stats { return s }, console.ProgressOptions{Now: clock.Now})
 	clock.Add(time.Second)
 	s.Pages = 123456
 	p.Update()
@@ -128,7 +127,7 @@ func TestProgressPadsShorterLine(t *testing.T) {
 	clock := &fakeClock{now: time.Unix(0, 0)}
 	var out bytes.Buffer
 	s := crawl.Stats{Pages: 1000000, Queued: 1000000}
-	p := crawl.NewProgress(&out, func() crawl.Stats { return s }, crawl.ProgressOptions{Now: clock.Now})
+	p := console.NewProgress(&out, func() crawl.Stats { return s }, console.ProgressOptions{Now: clock.Now})
 	p.Update()
 	first := out.String()
 	out.Reset()
@@ -146,7 +145,7 @@ func TestProgressPadsShorterLine(t *testing.T) {
 func TestProgressWriterKeepsLogsAndLineApart(t *testing.T) {
 	var out bytes.Buffer
 	clock := &fakeClock{now: time.Unix(0, 0)}
-	p := crawl.NewProgress(&out, func() crawl.Stats { return crawl.Stats{Pages: 7} }, crawl.ProgressOptions{Now: clock.Now})
+	p := console.NewProgress(&out, func() crawl.Stats { return crawl.Stats{Pages: 7} }, console.ProgressOptions{Now: clock.Now})
 	w := p.Writer()
 
 	// Before the first draw, log output passes through untouched.
@@ -196,7 +195,7 @@ func TestProgressRunStopsWithContext(t *testing.T) {
 		}
 		return crawl.Stats{Pages: int64(n)}
 	}
-	p := crawl.NewProgress(w, snap, crawl.ProgressOptions{Every: time.Millisecond})
+	p := console.NewProgress(w, snap, console.ProgressOptions{Every: time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); p.Run(ctx) }()
@@ -244,81 +243,10 @@ func TestIsTerminal(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w, _ := tt.w.(interface{ Write([]byte) (int, error) })
-			if got := crawl.IsTerminal(w); got != tt.want {
+			if got := console.IsTerminal(w); got != tt.want {
 				t.Errorf("IsTerminal = %v, want %v", got, tt.want)
 			}
 		})
-	}
-}
-
-func TestStoredStats(t *testing.T) {
-	db, err := storage.Open(t.TempDir(), storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	s, err := crawl.StoredStats(db)
-	if err != nil {
-		t.Fatalf("empty store: %v", err)
-	}
-	if s.Pages != 0 || s.Requests != 0 || len(s.ByClass) != len(storage.Classes) {
-		t.Errorf("empty store: %+v, want zeros for every class", s)
-	}
-	pages := []storage.Page{
-		{URL: "http://a/1", Host: "a", Status: 200, Class: storage.ClassUnique},
-		{URL: "http://a/2", Host: "a", Status: 200, Class: storage.ClassExact},
-		{URL: "http://b/1", Host: "b", Status: 200, Class: storage.ClassNear},
-		{URL: "http://b/2", Host: "b", Status: 404, Class: storage.ClassError},
-		{URL: "http://b/3", Host: "b", Class: storage.ClassError, ErrorClass: "connect"},
-		{URL: "http://b/4", Host: "b", Class: storage.ClassRobotsDisallowed},
-		{URL: "http://b/5", Host: "b", Class: storage.ClassMirrorSkipped},
-		{URL: "http://b/6", Host: "b", Status: 200, Class: storage.ClassNotHTML},
-	}
-	err = db.Update(func(tx *storage.Tx) error {
-		for i := range pages {
-			pages[i].ID = tx.NewID()
-			if err := tx.PutPage(&pages[i]); err != nil {
-				return err
-			}
-		}
-		if err := tx.PutSkipped(&storage.Page{URL: "http://c/1", Host: "c", Class: storage.ClassMirrorSkipped}); err != nil {
-			return err
-		}
-		for i := 1; i <= 3; i++ {
-			if err := tx.PutQueue(frontier.Item{ID: tx.NewID(), URL: "http://d/q", Host: "d", Seq: uint64(i)}); err != nil {
-				return err
-			}
-		}
-		return tx.PutMeta("requests", []byte("17"))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err = crawl.StoredStats(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]int64{"unique": 1, "exact_duplicate": 1, "near_duplicate": 1, "error": 2,
-		"robots_disallowed": 1, "mirror_skipped": 2, "not_html": 1}
-	for c, n := range want {
-		if s.ByClass[c] != n {
-			t.Errorf("ByClass[%s] = %d, want %d", c, s.ByClass[c], n)
-		}
-	}
-	// Requests cost: 2 HTML pages, a duplicate of each kind, 2 errors, 1
-	// not_html; robots_disallowed and mirror_skipped cost none.
-	if s.Pages != 6 || s.Duplicates != 2 || s.Requests != 17 || s.Queued != 3 || s.Hosts != 4 || s.Running {
-		t.Errorf("stats %+v, want 6 pages, 2 duplicates, 17 requests, 3 queued, 4 hosts, not running", s)
-	}
-	if r := s.DuplicateRatio(); r < 0.333 || r > 0.334 {
-		t.Errorf("DuplicateRatio %v, want 1/3", r)
-	}
-
-	if err := db.PutMeta("requests", []byte("many")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := crawl.StoredStats(db); err == nil {
-		t.Error("a corrupt request counter was accepted")
 	}
 }
 
@@ -326,7 +254,7 @@ func TestStoredStats(t *testing.T) {
 func BenchmarkProgressUpdate(b *testing.B) {
 	clock := &fakeClock{now: time.Unix(0, 0)}
 	s := crawl.Stats{Pages: 12345, Duplicates: 2345, Queued: 67890, Active: 8, Hosts: 40}
-	p := crawl.NewProgress(io.Discard, func() crawl.Stats { return s }, crawl.ProgressOptions{MaxPages: 100000, Now: clock.Now})
+	p := console.NewProgress(io.Discard, func() crawl.Stats { return s }, console.ProgressOptions{MaxPages: 100000, Now: clock.Now})
 	b.ReportAllocs()
 	for range b.N {
 		clock.Add(100 * time.Millisecond)

@@ -1,8 +1,9 @@
-package crawl
+// Package console is the terminal side of 'crawler crawl': the refreshing
+// progress line drawn on stderr while a crawl runs.
+package console
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -12,100 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/horseshoe-crawler/horseshoe/storage"
+	"github.com/horseshoe-crawler/horseshoe/crawl"
 )
-
-// Stats is a snapshot of a crawl's counters, for the progress line and the
-// /metrics endpoint. A running engine gives one with Engine.Snapshot; a
-// finished crawl's store gives one with StoredStats.
-type Stats struct {
-	// Pages counts the page records of this run that cost a request
-	// (fetched or failed), the figure the page budget limits.
-	Pages int64
-	// Requests counts HTTP requests sent, robots.txt included, over all runs
-	// on the store.
-	Requests int64
-	// Duplicates counts exact and near duplicates among Pages.
-	Duplicates int64
-	// ByClass counts page records by class (storage.Class*), including
-	// URLs recorded as mirror_skipped without a request. Every class is
-	// present, with zero when there is none.
-	ByClass map[string]int64
-	// Queued is the number of URLs waiting; Active the fetches in flight
-	// (at most one per host); Hosts the hosts known.
-	Queued, Active, Hosts int
-	// Running is true while a crawl runs in this process.
-	Running bool
-}
-
-// DuplicateRatio returns Duplicates / Pages, or 0 before the first page.
-func (s Stats) DuplicateRatio() float64 {
-	if s.Pages <= 0 {
-		return 0
-	}
-	return float64(s.Duplicates) / float64(s.Pages)
-}
-
-// newClassCounts returns a ByClass map with every class at zero.
-func newClassCounts() map[string]int64 {
-	m := make(map[string]int64, len(storage.Classes))
-	for _, c := range storage.Classes {
-		m[c] = 0
-	}
-	return m
-}
-
-// StoredStats reads the counters of a crawl from its store: the crawl may be
-// finished, stopped, or running in this process (reads do not block the
-// engine's writes). Pages counts every page record that cost a request, of
-// all runs; Active is 0 and Running false.
-func StoredStats(db *storage.DB) (Stats, error) {
-	s := Stats{ByClass: newClassCounts()}
-	hosts := map[string]bool{}
-	err := db.ForEachPage(func(p *storage.Page) error {
-		s.ByClass[p.Class]++
-		hosts[p.Host] = true
-		if p.Status == 0 && p.Class != storage.ClassError {
-			return nil // no request: robots_disallowed, mirror_skipped
-		}
-		s.Pages++
-		if p.Class == storage.ClassExact || p.Class == storage.ClassNear {
-			s.Duplicates++
-		}
-		return nil
-	})
-	if err != nil {
-		return s, fmt.Errorf("read pages: %w", err)
-	}
-	err = db.ForEachSkipped(func(p *storage.Page) error {
-		s.ByClass[p.Class]++
-		hosts[p.Host] = true
-		return nil
-	})
-	if err != nil {
-		return s, fmt.Errorf("read skipped URLs: %w", err)
-	}
-	queue, err := db.QueueHosts()
-	if err != nil {
-		return s, fmt.Errorf("read queue: %w", err)
-	}
-	for _, h := range queue {
-		s.Queued += h.Count
-		hosts[h.Host] = true
-	}
-	s.Hosts = len(hosts)
-	b, err := db.GetMeta("requests")
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-	case err != nil:
-		return s, fmt.Errorf("read request count: %w", err)
-	default:
-		if s.Requests, err = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err != nil {
-			return s, fmt.Errorf("bad request count %q: %w", b, err)
-		}
-	}
-	return s, nil
-}
 
 // IsTerminal reports whether w is a character device such as a terminal,
 // where a refreshing progress line makes sense. It needs no terminal library:
@@ -142,7 +51,7 @@ type ProgressOptions struct {
 // Progress is safe for concurrent use.
 type Progress struct {
 	w        io.Writer
-	snapshot func() Stats
+	snapshot func() crawl.Stats
 	o        ProgressOptions
 
 	mu      sync.Mutex
@@ -158,7 +67,7 @@ type rateSample struct {
 
 // NewProgress returns a progress line drawn on w from the snapshots that
 // snapshot returns.
-func NewProgress(w io.Writer, snapshot func() Stats, o ProgressOptions) *Progress {
+func NewProgress(w io.Writer, snapshot func() crawl.Stats, o ProgressOptions) *Progress {
 	if o.Every <= 0 {
 		o.Every = 500 * time.Millisecond
 	}
@@ -271,7 +180,7 @@ func (p *Progress) rate(now time.Time, pages int64) float64 {
 
 // format renders one progress line, kept under 80 columns for common
 // figures so that it does not wrap.
-func (p *Progress) format(s Stats, rate float64, now time.Time) string {
+func (p *Progress) format(s crawl.Stats, rate float64, now time.Time) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[%s] %s fetched, %s queued, %s/s, %.1f%% dup, %d/%d hosts active",
 		shortDuration(now.Sub(p.start)), groupDigits(s.Pages), groupDigits(int64(s.Queued)),

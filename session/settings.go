@@ -1,64 +1,27 @@
-package main
+package session
 
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/horseshoe-crawler/horseshoe/export"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
 
-// exportWARC writes the crawl in db as a gzipped WARC 1.1 file to w and returns
-// the number of records. The warcinfo record carries the crawl's settings:
-// the effective configuration when the crawl stored it (metadata "config",
-// YAML), the storage schema, the request count and whether the crawl ran to
-// completion. With cdxPath, the CDXJ index of the file, which it names
-// filename, is written there.
-func exportWARC(db *storage.DB, w io.Writer, includeDuplicates bool, damaged func(*storage.Page), cdxPath, filename string) (int, error) {
-	settings, err := warcSettings(db)
-	if err != nil {
-		return 0, err
-	}
-	o := export.WARCOptions{
-		IncludeDuplicates: includeDuplicates,
-		Software:          "Horseshoe/" + version,
-		Settings:          settings,
-		Damaged:           damaged,
-		Filename:          filename,
-	}
-	if cdxPath != "" {
-		f, err := os.Create(cdxPath)
-		if err != nil {
-			return 0, fmt.Errorf("cannot write the CDXJ index: %w", err)
-		}
-		defer f.Close()
-		o.CDXJ = f
-	}
-	n, err := export.WARC(w, db, o)
-	if err != nil {
-		return n, fmt.Errorf("warc export: %w", err)
-	}
-	if f, ok := o.CDXJ.(*os.File); ok {
-		if err := f.Close(); err != nil {
-			return n, fmt.Errorf("cannot write the CDXJ index: %w", err)
-		}
-	}
-	return n, nil
-}
-
-// warcSettings collects the warcinfo settings from the crawl's metadata.
-func warcSettings(db *storage.DB) (map[string]string, error) {
+// Settings returns the crawl's settings as its metadata records them, for
+// the warcinfo record of a WARC export: the storage schema, the request
+// count, whether the crawl ran to completion, and every option of the stored
+// configuration as "section.key" (lists comma-separated), with the two
+// fields the WARC standard names (http-header-user-agent, robots).
+func Settings(db *storage.DB) (map[string]string, error) {
 	settings := map[string]string{}
 	for _, m := range []struct{ meta, field string }{
-		{"version", "storage-schema"},
-		{"requests", "crawl-requests"},
-		{"complete", "crawl-complete"},
+		{storage.MetaVersion, "storage-schema"},
+		{storage.MetaRequests, "crawl-requests"},
+		{storage.MetaComplete, "crawl-complete"},
 	} {
 		v, err := db.GetMeta(m.meta)
 		if errors.Is(err, storage.ErrNotFound) {
@@ -69,12 +32,12 @@ func warcSettings(db *storage.DB) (map[string]string, error) {
 		}
 		settings[m.field] = string(v)
 	}
-	cfg, err := db.GetMeta("config")
+	cfg, err := db.GetMeta(storage.MetaConfig)
 	if errors.Is(err, storage.ErrNotFound) {
 		return settings, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("crawl metadata %q: %w", "config", err)
+		return nil, fmt.Errorf("crawl metadata %q: %w", storage.MetaConfig, err)
 	}
 	var tree map[string]any
 	if err := yaml.Unmarshal(cfg, &tree); err != nil {

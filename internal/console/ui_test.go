@@ -1,0 +1,111 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/crawl"
+)
+
+// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestCrawlUITerminal drives the terminal progress line with a fake crawl:
+// redraws on stderr, log lines around it, one final newline.
+func TestCrawlUITerminal(t *testing.T) {
+	var errOut syncBuffer
+	ui := &UI{progress: true, term: true, stderr: &errOut}
+	if ui.LogEvery() != 0 {
+		t.Error("slog progress lines on a terminal")
+	}
+	logger := NewLogger(ui, false)
+	var mu sync.Mutex
+	pages := int64(0)
+	snap := func() crawl.Stats {
+		mu.Lock()
+		defer mu.Unlock()
+		pages++
+		return crawl.Stats{Pages: pages, Queued: 10, Hosts: 1, Active: 1, Running: true}
+	}
+	stop := ui.Start(context.Background(), 50, snap)
+	time.Sleep(1200 * time.Millisecond) // two or three redraws at 500ms
+	logger.Warn("something happened", "host", "example.org")
+	stop()
+	stop()
+	logger.Info("after the crawl")
+	got := errOut.String()
+	if n := strings.Count(got, "\r["); n < 2 {
+		t.Errorf("%d redraws, want at least 2:\n%q", n, got)
+	}
+	for _, want := range []string{"fetched, 10 queued", "1/1 hosts active", "ETA", "msg=\"something happened\"", "msg=\"after the crawl\""} {
+		if !strings.Contains(got, want) {
+			t.Errorf("stderr lacks %q:\n%q", want, got)
+		}
+	}
+	// The log line starts on a cleared line and ends with a newline; the
+	// progress line is redrawn after it.
+	i := strings.Index(got, "time=")
+	if i < 1 || got[i-1] != '\r' {
+		t.Errorf("log line not written on a cleared line:\n%q", got)
+	}
+	if !strings.HasSuffix(got, "msg=\"after the crawl\"\n") {
+		t.Errorf("output after stop does not end with the plain log line:\n%q", got)
+	}
+	last := strings.LastIndex(got, "time=")
+	if strings.Count(got[:last], "\n") != 2 {
+		t.Errorf("want exactly the warning's and the final line's newlines before the last log:\n%q", got)
+	}
+}
+
+func TestCrawlUINotTerminal(t *testing.T) {
+	tests := []struct {
+		name    string
+		quiet   bool
+		wantLog time.Duration
+	}{
+		{"log lines", false, 5 * time.Second},
+		{"quiet", true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var errOut bytes.Buffer
+			ui := NewUI(&errOut, tt.quiet)
+			if ui.term {
+				t.Fatal("a buffer taken for a terminal")
+			}
+			if got := ui.LogEvery(); got != tt.wantLog {
+				t.Errorf("logEvery %v, want %v", got, tt.wantLog)
+			}
+			stop := ui.Start(context.Background(), 0, func() crawl.Stats { return crawl.Stats{} })
+			NewLogger(ui, tt.quiet).Info("a log line", "n", 1)
+			stop()
+			if got := errOut.String(); strings.Contains(got, "\r") || strings.Contains(got, "a log line") == tt.quiet {
+				t.Errorf("wrote %q without a terminal (quiet %v): want the log line alone, no progress line", got, tt.quiet)
+			}
+		})
+	}
+	var nilUI *UI
+	if nilUI.LogEvery() != 0 {
+		t.Error("nil UI logs progress")
+	}
+	nilUI.Start(context.Background(), 0, nil)()
+}

@@ -1,0 +1,74 @@
+package live
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/horseshoe-crawler/horseshoe/configs"
+	"github.com/horseshoe-crawler/horseshoe/crawl"
+	"github.com/horseshoe-crawler/horseshoe/storage"
+)
+
+// ListenError is StartReport's error when addr cannot be listened on.
+type ListenError struct {
+	Addr string
+	Err  error
+}
+
+func (e *ListenError) Error() string { return fmt.Sprintf("cannot serve on %s: %v", e.Addr, e.Err) }
+func (e *ListenError) Unwrap() error { return e.Err }
+
+// StartReport serves db's report (GET /, GET /report.json) and metrics (GET
+// /metrics) on addr, with the curves of the detector d configures.
+// snapshot gives the counters of a crawl running in this process, and makes
+// the HTML report reload itself; nil means a finished crawl whose counters
+// are read from the store.
+func StartReport(addr string, db *storage.DB, d configs.Dedup, snapshot func() crawl.Stats, logger *slog.Logger) (*Server, error) {
+	name, curve, err := crawl.FilterCurve(d)
+	if err != nil {
+		return nil, err
+	}
+	e2e, err := crawl.EndToEndCurve(d)
+	if err != nil {
+		return nil, err
+	}
+	logger = logger.With("system", "serve")
+	o := Options{Filter: name, Curve: curve, EndToEnd: e2e, RuntimeMetrics: true, Logger: logger}
+	if snapshot != nil {
+		o.Live = true
+		o.Snapshot = func() (crawl.Stats, error) { return snapshot(), nil }
+	}
+	h, err := NewHandler(db, o)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := Start(addr, h, logger)
+	if err != nil {
+		return nil, &ListenError{Addr: addr, Err: err}
+	}
+	return srv, nil
+}
+
+// StartLive serves the live report and /metrics of a crawl running in this
+// process on addr ("" for none) and says where on w; stop closes the server
+// and may be called again.
+func StartLive(addr string, db *storage.DB, d configs.Dedup, snapshot func() crawl.Stats, logger *slog.Logger, w io.Writer) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	srv, err := StartReport(addr, db, d, snapshot, logger)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(w, "live report on %s, metrics on %smetrics\n", srv.URL(), srv.URL())
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			if err := srv.Close(); err != nil {
+				logger.Warn("live report server", "err", err)
+			}
+		})
+	}, nil
+}
