@@ -7,9 +7,11 @@ import (
 
 // The protocol's scope (sitemaps.org/protocol.html, "Sitemap file location"
 // and "Sitemaps & Cross Submits"): a sitemap may list URLs of its own site
-// under its own directory; a sitemap that a site's robots.txt names (wherever
-// it is hosted) may list any URL of that site, because the robots.txt proves
-// the site's consent. Both rules compare whole sites: scheme, host and port.
+// (scheme, host and port) under its own directory; a sitemap that a host's
+// robots.txt names (wherever it is hosted) may list any URL of that host,
+// because the robots.txt proves the host's consent. The host is taken with
+// either scheme on their default ports: a site that moved from http to
+// https often still names https sitemaps in a robots.txt fetched over http.
 
 // Allowed reports whether loc may be listed by the sitemap at sitemapURL,
 // which the robots.txt at robotsURL named (directly or through indexes).
@@ -18,7 +20,7 @@ func Allowed(robotsURL, sitemapURL, loc string) bool {
 	if err != nil {
 		return false
 	}
-	if r, err := url.Parse(robotsURL); err == nil && sameSite(r, l) {
+	if r, err := url.Parse(robotsURL); err == nil && sameHost(r, l) {
 		return true
 	}
 	s, err := url.Parse(sitemapURL)
@@ -46,12 +48,11 @@ func AllowedChild(robotsURL, indexURL, child string) bool {
 	if err != nil {
 		return false
 	}
-	for _, s := range []string{robotsURL, indexURL} {
-		if u, err := url.Parse(s); err == nil && sameSite(u, c) {
-			return true
-		}
+	if r, err := url.Parse(robotsURL); err == nil && sameHost(r, c) {
+		return true
 	}
-	return false
+	i, err := url.Parse(indexURL)
+	return err == nil && sameSite(i, c)
 }
 
 // sameSite compares scheme, host and port (the default port of the scheme
@@ -59,6 +60,13 @@ func AllowedChild(robotsURL, indexURL, child string) bool {
 func sameSite(a, b *url.URL) bool {
 	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) &&
 		port(a) == port(b) && a.Hostname() != ""
+}
+
+// sameHost compares host names, and ports unless both are their scheme's
+// default (http://h and https://h are one host).
+func sameHost(a, b *url.URL) bool {
+	return strings.EqualFold(a.Hostname(), b.Hostname()) && a.Hostname() != "" &&
+		(port(a) == port(b) || a.Port() == "" && b.Port() == "")
 }
 
 func port(u *url.URL) string {

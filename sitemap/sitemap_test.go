@@ -270,11 +270,13 @@ func TestAllowed(t *testing.T) {
 		{"http://b.example/catalog/sitemap.xml", "http://b.example/catalog/x", true},
 		{"http://b.example/catalog/sitemap.xml", "http://b.example/images/x", false},
 		{"http://b.example/catalog/sitemap.xml", "http://c.example/x", false},
-		{"http://b.example/sitemap.xml", "https://a.example/x", false}, // another site: scheme
+		{"http://b.example/sitemap.xml", "https://a.example/x", true}, // the robots.txt's host, either scheme
+		{"https://b.example/sitemap.xml", "https://a.example:8443/x", false},
 		{"http://b.example/sitemap.xml", "http://a.example:8080/x", false},
 		{"http://b.example/sitemap.xml", "http://A.EXAMPLE:80/x", true},
-		{"https://a.example/s/sitemap.xml", "https://a.example/s/x", true}, // http robots.txt, https sitemap: its own directory
-		{"https://a.example/s/sitemap.xml", "https://a.example/t/x", false},
+		{"https://a.example/s/sitemap.xml", "https://a.example/t/x", true}, // http robots.txt, https sitemap and URLs
+		{"https://c.example/s/sitemap.xml", "https://c.example/s/x", true},
+		{"https://c.example/s/sitemap.xml", "http://c.example/s/x", false}, // its own site: scheme too
 	} {
 		if got := Allowed(robots, c.sitemap, c.loc); got != c.want {
 			t.Errorf("Allowed(%s, %s) = %v, want %v", c.sitemap, c.loc, got, c.want)
@@ -287,6 +289,9 @@ func TestAllowed(t *testing.T) {
 		{"http://b.example/index.xml", "http://b.example/deep/s1.xml", true},
 		{"http://b.example/index.xml", "http://a.example/s1.xml", true},
 		{"http://b.example/index.xml", "http://c.example/s1.xml", false},
+		{"http://b.example/index.xml", "https://a.example/s1.xml", true},
+		{"http://b.example/index.xml", "https://b.example/s1.xml", false}, // the index's own site only
+
 	} {
 		if got := AllowedChild(robots, c.index, c.child); got != c.want {
 			t.Errorf("AllowedChild(%s, %s) = %v, want %v", c.index, c.child, got, c.want)
