@@ -26,8 +26,9 @@ import (
 // uncompressed); a urlset's URLs are followed like a page's links (scope,
 // traps, max_depth, the seen-set), an index's sitemaps are queued as sitemap
 // items one level deeper. As the protocol allows, a sitemap may list URLs of
-// the host whose robots.txt named it (either scheme), or of its own site under its own
-// directory; a sitemap named by robots.txt may be on another host.
+// the host whose robots.txt named it (either scheme), or of its own site
+// under its own directory; a sitemap named by robots.txt may be on another
+// host.
 //
 // What a sitemap said about each URL it listed (lastmod, changefreq,
 // priority) is kept as a "sitemap_url" record (SitemapHints), for the
