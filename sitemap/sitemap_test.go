@@ -329,3 +329,28 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParse reads a full urlset of MaxURLs entries (about 5 MB), plain
+// and gzipped.
+func BenchmarkParse(b *testing.B) {
+	var doc bytes.Buffer
+	doc.WriteString(`<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">`)
+	for i := 0; i < MaxURLs; i++ {
+		fmt.Fprintf(&doc, "<url><loc>https://www.example.com/section/%d/page-%d.html</loc><lastmod>2024-05-%02dT10:00:00+00:00</lastmod><changefreq>weekly</changefreq><priority>0.5</priority></url>\n", i%100, i, i%28+1)
+	}
+	doc.WriteString("</urlset>")
+	for _, c := range []struct {
+		name string
+		body []byte
+	}{{"plain", doc.Bytes()}, {"gzip", gz(b, doc.Bytes())}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(doc.Len()))
+			b.ReportAllocs()
+			for b.Loop() {
+				if r := Parse(c.body, Options{}); len(r.Entries) != MaxURLs || r.Err != nil {
+					b.Fatalf("%d entries, %v", len(r.Entries), r.Err)
+				}
+			}
+		})
+	}
+}
