@@ -29,37 +29,33 @@ func textBytes(toks []string) int64 {
 // sliding shingle's Rabin chains interleaved), and "table-twopass" the
 // reference both must equal (tokens, then shingles).
 func BenchmarkShingle(b *testing.B) {
-	d := newTestDetector(b, nil)
+	d, table := newTestDetector(b, nil), newTestDetectorWith(b, portableKernels, nil)
 	toks := benchTokens(2000, 1)
 	u := make([]uint64, len(toks)+d.sg.w-1)
 	out := make([]uint64, len(toks))
 	lens := make([]uint8, len(toks))
 	var stream []byte
 	for _, run := range []struct {
-		name   string
-		vector bool
-	}{{"fingerprint", true}, {"table-onepass", false}} {
+		name string
+		sg   *signer
+	}{{"fingerprint", d.sg}, {"table-onepass", table.sg}} {
 		b.Run(run.name, func(b *testing.B) {
-			if !run.vector {
-				setShingleVector(b, false)
-			}
 			b.SetBytes(textBytes(toks))
 			b.ReportAllocs()
 			for b.Loop() {
-				d.sg.fingerprint(toks, u, out, lens, &stream)
+				run.sg.fingerprint(toks, u, out, lens, &stream)
 			}
 		})
 	}
 	b.Run("table-twopass", func(b *testing.B) {
-		setShingleVector(b, false)
 		b.SetBytes(textBytes(toks))
 		b.ReportAllocs()
 		for b.Loop() {
-			d.sg.tokens(toks, u)
+			table.sg.tokens(toks, u)
 			for i := len(toks); i < len(u); i++ {
 				u[i] = u[i-len(toks)]
 			}
-			d.sg.shingles(u, out)
+			table.sg.shingles(u, out)
 		}
 	})
 }
@@ -82,7 +78,7 @@ func BenchmarkSign2000Words(b *testing.B) {
 
 // BenchmarkMinhash2000: the 84-sample sketch alone, over 2,000 distinct shingles.
 func BenchmarkMinhash2000(b *testing.B) {
-	sg := newSigner(DefaultOptions())
+	sg := newSigner(DefaultOptions(), hostKernels)
 	rng := rand.New(rand.NewPCG(1, 1))
 	xs := make([]uint64, 2000)
 	for i := range xs {
@@ -166,18 +162,27 @@ type simhashWorkload struct {
 	truth   [][]uint32 // exhaustive answers at k = 3
 }
 
-var workloads sync.Map // size -> *simhashWorkload
+var workloads sync.Map // [size, queries] -> *simhashWorkload
 
-func simhashFixture(n int) *simhashWorkload {
-	if w, ok := workloads.Load(n); ok {
+// simhashFixture is n stored fingerprints and 4,000 queries (recall's standard
+// error about 0.0035 at 0.95).
+func simhashFixture(n int) *simhashWorkload { return simhashFixtureQ(n, 4000) }
+
+// simhashFixtureQ is n stored fingerprints and the given number of queries,
+// each with a planted near-duplicate.
+func simhashFixtureQ(n, queries int) *simhashWorkload {
+	if w, ok := workloads.Load([2]int{n, queries}); ok {
 		return w.(*simhashWorkload)
 	}
-	rng := rand.New(rand.NewPCG(uint64(n), 7))
+	seed := uint64(7) // the 4,000-query fixture's, as before
+	if queries != 4000 {
+		seed = uint64(queries)
+	}
+	rng := rand.New(rand.NewPCG(uint64(n), seed))
 	w := &simhashWorkload{base: make([]uint64, n)}
 	for i := range w.base {
 		w.base[i] = rng.Uint64()
 	}
-	const queries = 4000 // recall's standard error about 0.0035 at 0.95
 	feats := make([]uint64, 400)
 	var m [64]uint8
 	for q := range queries {
@@ -217,7 +222,7 @@ func simhashFixture(n int) *simhashWorkload {
 			}
 		}
 	}
-	workloads.Store(n, w)
+	workloads.Store([2]int{n, queries}, w)
 	return w
 }
 
@@ -351,6 +356,67 @@ func BenchmarkSimhashSearch(b *testing.B) {
 	}
 }
 
+// BenchmarkSimhashSearchCold: PSM as seed 003 measured it (Table 2: 10 M
+// distinct queries against 60 M stored fingerprints): every query a distinct
+// page, n/10 of them, none repeated while b.N is at most n/10 (-benchtime
+// 1048576x at 10 M runs each query once), so the buckets a query reads are
+// not in cache from an earlier query. BenchmarkSimhashSearch cycles 4,000
+// queries, whose 32,000 buckets stay in cache at 10 M: it measures the CPU of
+// a query, this its cost in a crawl. 10 M with HORSESHOE_BENCH_10M=1.
+func BenchmarkSimhashSearchCold(b *testing.B) {
+	n := 1 << 20
+	if os.Getenv("HORSESHOE_BENCH_10M") == "1" {
+		n = 10 << 20
+	}
+	w := simhashFixtureQ(n, n/10)
+	for _, ix := range []struct {
+		name   string
+		budget int
+		first  bool
+	}{{"psm-8", 8, false}, {"psm-9", 9, false}, {"psm-16", 16, false}, {"psm-8-first", 8, true}, {"psm-9-first", 9, true}} {
+		b.Run(fmt.Sprintf("%s/n=%dM", ix.name, n>>20), func(b *testing.B) {
+			idx := NewPSM(ix.budget, DefaultPSMSigma)
+			for s, v := range w.base {
+				idx.Add(v, uint32(s))
+			}
+			runtime.GC()
+			found, want, probes := 0, 0, 0
+			var hits []uint32
+			visit := func(s uint32) bool { hits = append(hits, s); return !ix.first }
+			b.ReportAllocs()
+			b.ResetTimer()
+			i := 0
+			for b.Loop() {
+				q := i % len(w.qfp)
+				i++
+				hits = hits[:0]
+				probes += idx.Search(w.qfp[q], &w.qmargin[q], 3, visit)
+				if ix.first {
+					if len(w.truth[q]) > 0 {
+						want++
+						found += min(len(hits), 1)
+					}
+					continue
+				}
+				for _, s := range w.truth[q] {
+					want++
+					if slices.Contains(hits, s) {
+						found++
+					}
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "queries/s")
+			if ix.first {
+				b.ReportMetric(float64(found)/float64(max(want, 1)), "query-recall")
+			} else {
+				b.ReportMetric(float64(found)/float64(max(want, 1)), "recall")
+			}
+			b.ReportMetric(float64(probes)/float64(b.N), "lookups/query")
+			b.ReportMetric(float64(min(b.N, len(w.qfp)))/float64(b.N), "distinct-queries/query")
+		})
+	}
+}
+
 // BenchmarkPSMLookups: the CPU part of a PSM query at 1 M fingerprints
 // (t = 18 header bits): ranking the header bits by the query's margins and
 // enumerating the flip sets in VOSH order, for budgets 8 and 16; no index
@@ -380,6 +446,7 @@ func BenchmarkPSMLookups(b *testing.B) {
 // TestSimhashFixtureTruth: the benchmark's pigeonhole answers are the
 // exhaustive ones (a smaller fixture, compared pair by pair).
 func TestSimhashFixtureTruth(t *testing.T) {
+	t.Parallel()
 	w := simhashFixture(1 << 14)
 	pairs := 0
 	for q, fp := range w.qfp {

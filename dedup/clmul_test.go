@@ -9,6 +9,7 @@ import (
 // TestClmulReduce: the carry-less product reduced by Barrett's method equals
 // the book's bit-at-a-time multiplication, for each of the three polynomials.
 func TestClmulReduce(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, q := range []uint64{PolyText, PolyShingle, PolySuper} {
 		r := NewRabin(q)
@@ -36,12 +37,14 @@ func TestClmulReduce(t *testing.T) {
 // TestShinglesVectorEqualsTable: the vector shingle kernel (where the CPU has
 // it) gives the table code's shingles, for every block and tail split.
 func TestShinglesVectorEqualsTable(t *testing.T) {
-	if !hasShingleVector {
+	t.Parallel()
+	if !hostKernels.vectorShingles() {
 		t.Skip("no 512-bit carry-less multiplication on this CPU")
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, w := range []int{1, 2, 5, 7, 14} {
-		d := newTestDetector(t, func(o *Options) { o.ShingleWords = w })
+		mod := func(o *Options) { o.ShingleWords = w }
+		d, table := newTestDetector(t, mod), newTestDetectorWith(t, portableKernels, mod)
 		for _, n := range []int{7, 8, 9, 15, 16, 63, 64, 65, 1000} {
 			u := make([]uint64, n+w-1)
 			for i := range u {
@@ -50,9 +53,7 @@ func TestShinglesVectorEqualsTable(t *testing.T) {
 			got := make([]uint64, n)
 			want := make([]uint64, n)
 			d.sg.shingles(u, got)
-			setShingleVector(t, false)
-			d.sg.shingles(u, want)
-			setShingleVector(t, true)
+			table.sg.shingles(u, want)
 			for i := range got {
 				if got[i] != want[i] {
 					t.Fatalf("w=%d n=%d shingle %d: vector %#x, table %#x", w, n, i, got[i], want[i])
@@ -67,6 +68,7 @@ func TestShinglesVectorEqualsTable(t *testing.T) {
 // stream, for streams around every multiple of the 64-byte block and tokens
 // of every length class (the 8-byte words of long tokens included).
 func TestExactVectorEqualsTable(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 6))
 	d := newTestDetector(t, nil)
 	text := NewRabin(PolyText)

@@ -19,10 +19,8 @@ package dedup
 import (
 	"crypto/sha256"
 	"fmt"
-	"math/bits"
 	"slices"
 	"sync"
-	"unsafe"
 )
 
 // Class is the outcome of a duplicate check.
@@ -84,7 +82,10 @@ type Detector struct {
 }
 
 // New returns an empty Detector for o (zero fields take their defaults).
-func New(o Options) (*Detector, error) {
+func New(o Options) (*Detector, error) { return newDetector(o, hostKernels) }
+
+// newDetector is New with the kernel set k.
+func newDetector(o Options, k *kernels) (*Detector, error) {
 	o = o.WithDefaults()
 	if err := o.Validate(); err != nil {
 		return nil, fmt.Errorf("dedup: invalid options: %w", err)
@@ -93,7 +94,7 @@ func New(o Options) (*Detector, error) {
 	d := &Detector{
 		opt:    o,
 		filter: f,
-		sg:     newSigner(o),
+		sg:     newSigner(o, k),
 		combos: combinations(f.K, f.R),
 		floor:  settleFloor(o.Samples, o.Threshold),
 		exact:  make(map[uint64]uint32),
@@ -293,45 +294,21 @@ func (d *Detector) near(sig *Signature, keys []uint64, settle Settler) (Decision
 }
 
 // superCandidates calls fn with the slot of every indexed key equal to one of
-// keys (on 32 bits), until fn returns false. The lookups are staged (all
-// offsets, then all buckets) so that their cache misses overlap.
+// keys (on 32 bits), until fn returns false. The lookups are staged (every
+// key's bucket offsets and delta chain head first, then the buckets) so that
+// their cache misses overlap.
 func (d *Detector) superCandidates(keys []uint64, fn func(slot uint32) bool) {
 	s := d.super
 	n := len(keys)
-	// Round 1: every key's bucket offsets and delta chain head. Round 2:
-	// prefetches of every bucket's tags, first and last line (a bucket of
-	// 8-16 tags crosses a line about a third of the time), and of the first
-	// link of every chain. Each round's misses overlap; the scans after them
-	// find the lines in cache.
-	lo, hi, cur, q, masks := d.probe.get(n)
+	lo, hi, cur, q := d.probe.get(n)
 	for i, k := range keys {
 		hd := k >> (64 - s.t)
 		lo[i], hi[i] = s.off[hd], s.off[hd+1]
 		cur[i] = s.dhead[s.dheadOf(k)]
-	}
-	tags := uintptr(unsafe.Pointer(unsafe.SliceData(s.tags)))
-	dvals := uintptr(unsafe.Pointer(unsafe.SliceData(s.dvals)))
-	for i := range keys {
-		prefetch(tags + 2*uintptr(lo[i]))
-		prefetch(tags + 2*uintptr(max(hi[i], 1)-1))
-		prefetch(dvals + 8*uintptr(max(cur[i], 0)))
+		q[i] = superTag(k, s.t)
 	}
 	// The delta chains are walked in lockstep, one link of every key per
 	// round, after the base buckets are scanned.
-	for i, k := range keys {
-		q[i] = superTag(k, s.t)
-	}
-	if tagScan(s.tags, lo, hi, q, masks) {
-		// The vector scan covered the first 32 entries of every bucket.
-		for i := range keys {
-			for m := masks[i]; m != 0; m &= m - 1 {
-				if !fn(s.slots[lo[i]+uint32(bits.TrailingZeros32(m))]) {
-					return
-				}
-			}
-			lo[i] = min(lo[i]+32, hi[i])
-		}
-	}
 	for i := range keys {
 		base := s.slots[lo[i]:hi[i]]
 		for j, e := range s.tags[lo[i]:hi[i]] {
@@ -358,17 +335,17 @@ func (d *Detector) superCandidates(keys []uint64, fn func(slot uint32) bool) {
 
 // probeScratch holds the per-key arrays of one supershingle probe.
 type probeScratch struct {
-	lo, hi, masks []uint32
-	cur           []int32
-	q             []uint16
+	lo, hi []uint32
+	cur    []int32
+	q      []uint16
 }
 
-func (p *probeScratch) get(n int) (lo, hi []uint32, cur []int32, q []uint16, masks []uint32) {
+func (p *probeScratch) get(n int) (lo, hi []uint32, cur []int32, q []uint16) {
 	if cap(p.lo) < n {
-		p.lo, p.hi, p.masks = make([]uint32, n), make([]uint32, n), make([]uint32, n)
+		p.lo, p.hi = make([]uint32, n), make([]uint32, n)
 		p.cur, p.q = make([]int32, n), make([]uint16, n)
 	}
-	return p.lo[:n], p.hi[:n], p.cur[:n], p.q[:n], p.masks[:n]
+	return p.lo[:n], p.hi[:n], p.cur[:n], p.q[:n]
 }
 
 func (d *Detector) addCand(slot uint32) {

@@ -19,6 +19,7 @@ func edit(tokens []string, n int, seed uint64) []string {
 }
 
 func TestDecisions(t *testing.T) {
+	t.Parallel()
 	long := benchTokens(2000, 1)
 	other := benchTokens(2000, 2)
 	short := benchTokens(40, 3)
@@ -86,6 +87,7 @@ func TestDecisions(t *testing.T) {
 }
 
 func TestClassString(t *testing.T) {
+	t.Parallel()
 	for c, want := range map[Class]string{Unique: "unique", Exact: "exact_duplicate", Near: "near_duplicate", 9: "class(9)"} {
 		if c.String() != want {
 			t.Errorf("%d: %q, want %q", c, c.String(), want)
@@ -94,6 +96,7 @@ func TestClassString(t *testing.T) {
 }
 
 func TestRepresentativeStaysFirst(t *testing.T) {
+	t.Parallel()
 	d := newTestDetector(t, nil)
 	a := benchTokens(1500, 10)
 	d.CheckAndAdd(1, d.Sign(a))
@@ -112,6 +115,7 @@ func TestRepresentativeStaysFirst(t *testing.T) {
 // in, so an index rebuilt after a restart (in id order) decides as the one
 // the crawl built (in fetch order) did, for near and exact duplicates.
 func TestTiesNameTheSmallestID(t *testing.T) {
+	t.Parallel()
 	a := benchTokens(900, 31)
 	for _, order := range [][]uint64{{7, 3}, {3, 7}} {
 		d := newTestDetector(t, nil)
@@ -128,6 +132,7 @@ func TestTiesNameTheSmallestID(t *testing.T) {
 }
 
 func TestAddRebuildsIndex(t *testing.T) {
+	t.Parallel()
 	d1 := newTestDetector(t, nil)
 	var stored [][]byte
 	for i := range 50 {
@@ -162,6 +167,7 @@ func TestAddRebuildsIndex(t *testing.T) {
 }
 
 func TestSignatureRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, preset := range []string{PresetAltaVista, PresetBing} {
 		d := newTestDetector(t, func(o *Options) { o.Filter.Preset = preset })
 		for _, toks := range [][]string{nil, benchTokens(1, 1), benchTokens(700, 2)} {
@@ -201,6 +207,7 @@ func TestSignatureRoundTrip(t *testing.T) {
 // TestCheckAndAddConcurrent: of concurrent calls with the same page exactly one
 // is Unique; run with -race.
 func TestCheckAndAddConcurrent(t *testing.T) {
+	t.Parallel()
 	d := newTestDetector(t, nil)
 	pages := make([][]string, 20)
 	for i := range pages {
@@ -243,6 +250,7 @@ func TestCheckAndAddConcurrent(t *testing.T) {
 }
 
 func TestManyPagesAcrossMerges(t *testing.T) {
+	t.Parallel()
 	d := newTestDetector(t, nil)
 	const n = 3000
 	for i := range n {

@@ -6,6 +6,7 @@ import (
 )
 
 func TestFilterProbabilitySeedValues(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		k, s, r int
@@ -43,6 +44,7 @@ func TestFilterProbabilitySeedValues(t *testing.T) {
 }
 
 func TestFilterHalfPoint(t *testing.T) {
+	t.Parallel()
 	// Broder: P(6,14,2)(x) = 1/2 for x = 0.909...
 	for _, tc := range []struct {
 		k, s, r int
@@ -64,6 +66,7 @@ func TestFilterHalfPoint(t *testing.T) {
 }
 
 func TestCurveUsesConfiguredFilter(t *testing.T) {
+	t.Parallel()
 	js := []float64{0.5, 0.9, 0.95, 1}
 	for _, preset := range []string{PresetAltaVista, PresetBing} {
 		d := newTestDetector(t, func(o *Options) { o.Filter.Preset = preset })
@@ -83,6 +86,7 @@ func TestCurveUsesConfiguredFilter(t *testing.T) {
 }
 
 func TestCombinations(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ k, r, want int }{{6, 2, 15}, {6, 4, 15}, {6, 6, 1}, {5, 1, 5}, {10, 3, 120}} {
 		cs := combinations(tc.k, tc.r)
 		if len(cs) != tc.want {
@@ -101,6 +105,7 @@ func TestCombinations(t *testing.T) {
 }
 
 func TestOptionsValidate(t *testing.T) {
+	t.Parallel()
 	if err := DefaultOptions().Validate(); err != nil {
 		t.Fatalf("defaults invalid: %v", err)
 	}

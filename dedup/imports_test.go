@@ -8,6 +8,7 @@ import (
 
 // TestPureImports: dedup/ is pure (no network, no storage).
 func TestPureImports(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", ".").Output()
 	if err != nil {
 		t.Skipf("go list unavailable: %v", err)

@@ -50,10 +50,11 @@ func ophSketch(xs []uint64, k int, out []uint64) {
 // both: classic within 0.03 of theory everywhere, one-permutation off by
 // more than 0.03 somewhere below 80 words (the bar for using it).
 func TestOnePermutationCurve(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("Monte Carlo curve skipped in -short mode")
 	}
-	sg := newSigner(DefaultOptions())
+	sg := newSigner(DefaultOptions(), hostKernels)
 	rng := rand.New(rand.NewPCG(21, 22))
 	const trials = 3000 // standard error at most 0.009 per point
 	k := sg.samples

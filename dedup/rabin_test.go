@@ -23,6 +23,7 @@ func slowExtend(q, f uint64, s []byte) uint64 {
 }
 
 func TestPolynomialsArePrimitive(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		q    uint64
@@ -45,6 +46,7 @@ func TestPolynomialsArePrimitive(t *testing.T) {
 }
 
 func TestRabinKnownValues(t *testing.T) {
+	t.Parallel()
 	r := NewRabin(PolyText)
 	for _, tc := range []struct {
 		in   string
@@ -70,6 +72,7 @@ func TestRabinKnownValues(t *testing.T) {
 }
 
 func TestRabinMatchesSlowReference(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, q := range []uint64{PolyText, PolyShingle, PolySuper} {
 		r := NewRabin(q)
@@ -99,6 +102,7 @@ func TestRabinMatchesSlowReference(t *testing.T) {
 }
 
 func TestRabinLinearity(t *testing.T) {
+	t.Parallel()
 	r := NewRabin(PolyText)
 	rng := rand.New(rand.NewPCG(3, 4))
 	for n := 1; n < 40; n++ {
@@ -121,6 +125,7 @@ func TestRabinLinearity(t *testing.T) {
 }
 
 func TestRabinMul(t *testing.T) {
+	t.Parallel()
 	r := NewRabin(PolyShingle)
 	x := polyOne >> 1
 	for _, e := range []uint64{0, 1, 63, 64, 65, 200, 1 << 40} {

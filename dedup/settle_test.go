@@ -9,6 +9,7 @@ import (
 )
 
 func TestExactJaccard(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		a, b []uint64
@@ -41,6 +42,7 @@ func binomialCDF(n, l int, p float64) float64 {
 // TestSettleFloor checks the band's lower edge against its definition: the
 // largest L with P(Bin(n, t) < L) <= 1e-6, and the numbers the docs quote.
 func TestSettleFloor(t *testing.T) {
+	t.Parallel()
 	if got := settleFloor(84, 0.95); got != 68 {
 		t.Errorf("settleFloor(84, 0.95) = %d, want 68 (docs/DEDUP.md)", got)
 	}
@@ -89,6 +91,7 @@ func curveTable(pts []EndToEndPoint) string {
 // seed is fixed, so the outcome is too). The sketch rule (at least 80 of 84
 // samples) drops 0.58 at J = 0.95 and fails this test by 0.27.
 func TestEndToEndRecall(t *testing.T) {
+	t.Parallel()
 	const pairs = 2000
 	for _, preset := range []string{PresetAltaVista, PresetBing} {
 		t.Run(preset, func(t *testing.T) {
@@ -117,6 +120,7 @@ func TestEndToEndRecall(t *testing.T) {
 // bound) and not just below 0.95, where the sketch rule drops 3% of the
 // pairs at J = 0.90 and a third at J = 0.93.
 func TestEndToEndPrecision(t *testing.T) {
+	t.Parallel()
 	const pairs = 1000
 	for _, preset := range []string{PresetAltaVista, PresetBing} {
 		t.Run(preset, func(t *testing.T) {
@@ -142,6 +146,7 @@ func TestEndToEndPrecision(t *testing.T) {
 // TestEndToEndCurvePairs: the constructed pairs have the exact Jaccard the
 // point reports, at least the J asked for and within 0.002 of it.
 func TestEndToEndCurvePairs(t *testing.T) {
+	t.Parallel()
 	d := newTestDetector(t, nil)
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, target := range []float64{0.3, 0.5, 0.79, 0.85, 0.9, 0.93, 0.95, 0.97, 0.99, 1} {
@@ -167,6 +172,7 @@ func TestEndToEndCurvePairs(t *testing.T) {
 // at most MaxSettle per page; a candidate the Settler cannot read falls back
 // to the sketch rule; a settled decision reports the exact similarity.
 func TestSettleBound(t *testing.T) {
+	t.Parallel()
 	base := benchTokens(3000, 40)
 	variants := make([][]string, 6)
 	for i := range variants {

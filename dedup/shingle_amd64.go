@@ -2,13 +2,6 @@
 
 package dedup
 
-import "golang.org/x/sys/cpu"
-
-// hasShingleVector reports whether the vector kernels can run: 512-bit
-// carry-less multiplication, the concatenating shift (VBMI2), and BMI2 for the
-// token word loader.
-var hasShingleVector = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VPCLMULQDQ && cpu.X86.HasAVX512VBMI2 && cpu.X86.HasBMI2
-
 //go:noescape
 func tokenWordsAsm(toks *string, n int, u *uint64, lens *uint8, buf *byte, bufLen, pos int) (done, end int)
 
@@ -23,10 +16,10 @@ func shinglesAVX512(u *uint64, out *uint64, blocks int, pow *uint64, w int, k *[
 
 // shinglesFast computes the shingles of out that come in whole blocks of
 // eight (out[i] for i < 8*(len(out)/8), as shingles does) and returns how
-// many, 0 where the CPU lacks the instructions.
+// many (kernels.shingles).
 func (sg *signer) shinglesFast(u, out []uint64) int {
 	blocks := len(out) / 8
-	if !hasShingleVector || blocks == 0 || !useShingleVector {
+	if blocks == 0 {
 		return 0
 	}
 	_ = u[8*blocks+sg.w-2] // the kernel reads u[8*blocks+w-2] at most
@@ -34,16 +27,12 @@ func (sg *signer) shinglesFast(u, out []uint64) int {
 	return 8 * blocks
 }
 
-// useShingleVector turns the vector kernel off in tests that compare it with
-// the table code.
-var useShingleVector = true
-
 // tokensFast finishes the token fingerprints that come in whole blocks of
 // eight (u[i] = u[i] * x^(8*l[i]) mod p, l[i] = 0 meaning 8) and returns how
-// many, 0 where the CPU lacks the instructions.
+// many (kernels.tokens).
 func (sg *signer) tokensFast(u []uint64, l []uint8) int {
 	blocks := min(len(u), len(l)) / 8
-	if !hasShingleVector || blocks == 0 || !useShingleVector {
+	if blocks == 0 {
 		return 0
 	}
 	tokensAVX512(&u[0], &l[0], blocks, &sg.tk)
@@ -51,10 +40,10 @@ func (sg *signer) tokensFast(u []uint64, l []uint8) int {
 }
 
 // foldFast returns the fingerprint (from 0) of the whole 64-byte blocks of
-// stream and how many bytes they are, 0 where the CPU lacks the instructions.
+// stream and how many bytes they are (kernels.fold).
 func (sg *signer) foldFast(stream []byte) (uint64, int) {
 	blocks := len(stream) / 64
-	if !hasShingleVector || blocks == 0 || !useShingleVector {
+	if blocks == 0 {
 		return 0, 0
 	}
 	return foldAVX512(&stream[0], blocks, &sg.fk), 64 * blocks

@@ -45,8 +45,7 @@ type signer struct {
 
 	pool sync.Pool // *signBuf
 
-	mh     *mhState  // starting state of the vector min-hash kernel (nil: none)
-	mhPool sync.Pool // *mhState
+	kern *kernels // the inner loops: assembly where the CPU has it
 }
 
 type signBuf struct {
@@ -58,10 +57,11 @@ type signBuf struct {
 	table  []uint64 // open addressing set for uniq
 }
 
-func newSigner(o Options) *signer {
+func newSigner(o Options, k *kernels) *signer {
 	f := o.Filter.Resolved()
 	sg := &signer{
-		w: o.ShingleWords, samples: o.Samples,
+		kern: k,
+		w:    o.ShingleWords, samples: o.Samples,
 		k: f.K, s: f.S, bits: f.Bits,
 		tf:      o.SimhashWeight == WeightTF,
 		text:    NewRabin(PolyText),
@@ -105,8 +105,6 @@ func newSigner(o Options) *signer {
 		sg.tailSeed[i] = next()
 	}
 	sg.pool.New = func() any { return new(signBuf) }
-	sg.mh = sg.mhTemplate()
-	sg.mhPool.New = func() any { return new(mhState) }
 	return sg
 }
 
@@ -149,7 +147,7 @@ func (sg *signer) sign(tokens []string) *Signature {
 // other.
 func (sg *signer) fingerprint(tokens []string, u, out []uint64, lens []uint8, stream *[]byte) uint64 {
 	n, w := len(tokens), sg.w
-	if hasShingleVector && useShingleVector {
+	if sg.kern.vectorShingles() {
 		// CPUs with the vector kernels: the token pass, then the shingles,
 		// both mostly carry-less multiplications.
 		exact := sg.tokensVec(tokens, u, lens, stream)
@@ -258,7 +256,7 @@ func (sg *signer) tokensVec(tokens []string, u []uint64, lens []uint8, stream *[
 	buf := (*stream)[:cap(*stream)]
 	pos := 0
 	for i := 0; i < len(tokens); {
-		done, end := tokenWords(tokens[i:], u[i:], lens[i:], buf, pos)
+		done, end := sg.kern.tokenWords(tokens[i:], u[i:], lens[i:], buf, pos)
 		i, pos = i+done, end
 		if i < len(tokens) {
 			buf = slices.Grow(buf[:pos], max(len(buf), len(tokens[i])+9, 4096))
@@ -271,7 +269,7 @@ func (sg *signer) tokensVec(tokens []string, u []uint64, lens []uint8, stream *[
 			u[i] ^= r.ExtendString(0, t[:len(t)&^7]) // the whole words
 		}
 	}
-	for i := sg.tokensFast(u, lens); i < len(u); i++ {
+	for i := sg.kern.tokens(sg, u, lens); i < len(u); i++ {
 		u[i] = r.stepN(u[i], int(lens[i]-1)&7+1)
 	}
 	// The stream's fingerprint, Extend(Empty, stream): Empty folded into the
@@ -280,7 +278,7 @@ func (sg *signer) tokensVec(tokens []string, u []uint64, lens []uint8, stream *[
 		return r.Extend(r.Empty(), buf[:pos])
 	}
 	binary.LittleEndian.PutUint64(buf, binary.LittleEndian.Uint64(buf)^r.Empty())
-	exact, done := sg.foldFast(buf[:pos])
+	exact, done := sg.kern.fold(sg, buf[:pos])
 	return r.Extend(exact, buf[done:pos])
 }
 
@@ -289,7 +287,10 @@ func (sg *signer) tokensVec(tokens []string, u []uint64, lens []uint8, stream *[
 // the book: S(i+1) = (S(i) ^ u(i+w))*X ^ (u(i) ^ e0)*X^(w+1) ^ e0*X^w.
 func (sg *signer) shingles(u, out []uint64) {
 	sh := sg.shingle
-	i := sg.shinglesFast(u, out)
+	i := 0
+	if sg.kern.vectorShingles() {
+		i = sg.kern.shingles(sg, u, out)
+	}
 	var f uint64
 	if i > 0 {
 		f = out[i-1]
@@ -358,15 +359,6 @@ const (
 // any byte of p fall below the largest minimum plus one?) rejects most
 // features before the exact lane-by-lane comparison.
 func (sg *signer) minhash(xs []uint64, out []uint64) {
-	if sg.minhashFast(xs, out) {
-		return
-	}
-	sg.minhashGeneric(xs, out)
-}
-
-// minhashGeneric is the portable min-hash; minhashFast, where the CPU allows,
-// computes exactly the same samples.
-func (sg *signer) minhashGeneric(xs []uint64, out []uint64) {
 	ns := len(out)
 	for k := 0; k*8 < ns; k++ {
 		seed, mul := sg.prefSeed[k], sg.prefMul[k]

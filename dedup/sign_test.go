@@ -12,11 +12,17 @@ import (
 
 func newTestDetector(tb testing.TB, mod func(*Options)) *Detector {
 	tb.Helper()
+	return newTestDetectorWith(tb, hostKernels, mod)
+}
+
+// newTestDetectorWith is newTestDetector with the kernel set k.
+func newTestDetectorWith(tb testing.TB, k *kernels, mod func(*Options)) *Detector {
+	tb.Helper()
 	o := DefaultOptions()
 	if mod != nil {
 		mod(&o)
 	}
-	d, err := New(o)
+	d, err := newDetector(o, k)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -24,6 +30,7 @@ func newTestDetector(tb testing.TB, mod func(*Options)) *Detector {
 }
 
 func TestLoopedShinglesRose(t *testing.T) {
+	t.Parallel()
 	d := newTestDetector(t, func(o *Options) { o.ShingleWords = 4 })
 	tokens := strings.Fields("a rose is a rose is a rose")
 	got := d.Shingles(tokens, nil)
@@ -60,6 +67,7 @@ func TestLoopedShinglesRose(t *testing.T) {
 }
 
 func TestShinglesSlideEqualsDirect(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 8))
 	text, sh := NewRabin(PolyText), NewRabin(PolyShingle)
 	for _, w := range []int{1, 2, 3, 5, 8} {
@@ -84,6 +92,7 @@ func TestShinglesSlideEqualsDirect(t *testing.T) {
 }
 
 func TestExactIsFingerprintOfStream(t *testing.T) {
+	t.Parallel()
 	d := newTestDetector(t, nil)
 	text := NewRabin(PolyText)
 	long := strings.Repeat("the quick brown fox jumps over the lazy dog, internationalization écrits 日本語のテキスト ", 9)
@@ -122,7 +131,8 @@ func sets(rng *rand.Rand, c, e int) (a, b []uint64) {
 // min-wise samples: the mean estimate is within binomial error of J, its
 // variance is J(1-J)/84, and a block of 14 samples agrees with probability J^14.
 func TestMinhashBinomial(t *testing.T) {
-	sg := newSigner(DefaultOptions())
+	t.Parallel()
+	sg := newSigner(DefaultOptions(), hostKernels)
 	rng := rand.New(rand.NewPCG(9, 10))
 	const trials = 400
 	for _, tc := range []struct{ c, e int }{
@@ -165,7 +175,8 @@ func TestMinhashBinomial(t *testing.T) {
 }
 
 func TestMinhashIdenticalAndDisjoint(t *testing.T) {
-	sg := newSigner(DefaultOptions())
+	t.Parallel()
+	sg := newSigner(DefaultOptions(), hostKernels)
 	rng := rand.New(rand.NewPCG(11, 12))
 	a, b := sets(rng, 0, 500)
 	sa, sb := make([]uint64, 84), make([]uint64, 84)
@@ -188,6 +199,7 @@ func TestMinhashIdenticalAndDisjoint(t *testing.T) {
 }
 
 func TestSketchOfTokenStreams(t *testing.T) {
+	t.Parallel()
 	d := newTestDetector(t, nil)
 	rng := rand.New(rand.NewPCG(13, 14))
 	vocab := make([]string, 5000)
@@ -237,6 +249,7 @@ func exactJaccard(a, b []uint64) float64 {
 }
 
 func TestSimhashMatchesNaive(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(15, 16))
 	for _, n := range []int{1, 2, 254, 255, 256, 1000} {
 		xs := make([]uint64, n)
@@ -269,6 +282,7 @@ func TestSimhashMatchesNaive(t *testing.T) {
 }
 
 func TestSimhashNearDuplicatesAreClose(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(17, 18))
 	a, b := sets(rng, 1980, 10) // J ~ 0.99
 	var m [64]uint8
@@ -283,6 +297,7 @@ func TestSimhashNearDuplicatesAreClose(t *testing.T) {
 }
 
 func TestSupershingleBits(t *testing.T) {
+	t.Parallel()
 	toks := strings.Fields(strings.Repeat("lorem ipsum dolor sit amet consectetur adipiscing elit ", 20))
 	for _, tc := range []struct {
 		preset string
@@ -324,7 +339,8 @@ func TestSignAllocations(t *testing.T) {
 // byte-threshold filter, lazy tail hashes) to its definition: sample i is the
 // feature with the smallest (8-bit prefix, 64-bit tail hash) pair of order i.
 func TestMinhashMatchesReference(t *testing.T) {
-	sg := newSigner(DefaultOptions())
+	t.Parallel()
+	sg := newSigner(DefaultOptions(), hostKernels)
 	rng := rand.New(rand.NewPCG(3, 3))
 	ref := func(xs []uint64, i int) uint64 {
 		k, lane := i/8, uint(i%8)
@@ -359,57 +375,8 @@ func TestMinhashMatchesReference(t *testing.T) {
 	}
 }
 
-// The vector min-hash kernel (where the CPU has it) computes exactly the
-// portable min-hash's samples, for every sample count it accepts and for
-// features with many prefix ties.
-func TestMinhashKernelMatchesGeneric(t *testing.T) {
-	if !hasAVX512 {
-		t.Skip("no AVX-512 on this CPU: only the portable min-hash runs")
-	}
-	rng := rand.New(rand.NewPCG(7, 7))
-	for _, ns := range []int{1, 7, 8, 9, 63, 64, 65, 84, 100, 128} {
-		o := DefaultOptions()
-		o.Samples = ns
-		o.Filter = FilterOptions{K: 1, S: 1, R: 1}
-		sg := newSigner(o)
-		if sg.mh == nil {
-			t.Fatalf("samples=%d: no kernel state", ns)
-		}
-		for _, n := range []int{0, 1, 2, 5, 84, 300, 2000, 20000} {
-			for rep := range 4 {
-				xs := make([]uint64, n)
-				for i := range xs {
-					xs[i] = rng.Uint64()
-					switch rep {
-					case 1:
-						xs[i] &= 0xffff00000000ffff // many prefix ties
-					case 2:
-						xs[i] = uint64(i) // small consecutive values
-					}
-				}
-				want := make([]uint64, ns)
-				got := make([]uint64, ns)
-				sg.minhashGeneric(xs, want)
-				if !sg.minhashFast(xs, got) {
-					t.Fatal("kernel did not run")
-				}
-				for i := range got {
-					if got[i] != want[i] {
-						t.Fatalf("samples=%d n=%d rep=%d: sample %d = %#x, portable %#x", ns, n, rep, i, got[i], want[i])
-					}
-				}
-			}
-		}
-	}
-	o := DefaultOptions()
-	o.Samples = 129
-	o.Filter = FilterOptions{K: 1, S: 1, R: 1}
-	if sg := newSigner(o); sg.mh != nil {
-		t.Error("kernel state for 129 samples (it holds 128)")
-	}
-}
-
 func TestLoadShort(t *testing.T) {
+	t.Parallel()
 	for n := 0; n < 8; n++ {
 		s := "abcdefgh"[:n]
 		var want uint64

@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-	"unsafe"
 )
 
 // SimhashIndex finds stored simhash fingerprints within a Hamming distance of a
@@ -54,7 +53,6 @@ type psmQuery struct {
 	hds    []uint32
 	lo, hi []uint32
 	cur    []int32
-	mask   []uint8 // per bucket, its first 8 entries within distance k
 }
 
 // NewPSM returns an empty PSM index making at most budget header lookups per
@@ -70,8 +68,7 @@ func NewPSM(budget int, sigma float64) *PSM { return newPSM(budget, sigma, psmSp
 const psmSpare = 2
 
 func newPSM(budget int, sigma float64, spare int) *PSM {
-	p := &PSM{idx: newHindex(spare, 28), budget: min(max(budget, 1), maxPSMBudget), logits: fixLogits(flipLogits(sigma))}
-	return p
+	return &PSM{idx: newHindex(spare, 28), budget: min(max(budget, 1), maxPSMBudget), logits: fixLogits(flipLogits(sigma))}
 }
 
 // Add implements SimhashIndex.
@@ -103,22 +100,14 @@ func (p *PSM) Search(fp uint64, margins *[64]uint8, k int, visit func(slot uint3
 	return p.scan(q, k, visit)
 }
 
-// locate reads the offsets of q's headers (prefetched by lookups) and
-// prefetches the buckets, first and last line (about 38 bytes at 10 M), all
-// at once, so that their misses overlap each other.
+// locate reads the offsets of q's headers, all of them before any bucket is
+// scanned, so that their misses overlap each other.
 func (p *PSM) locate(q *psmQuery) {
 	h := p.idx
 	n := len(q.hds)
 	q.lo, q.hi, q.cur = grow(q.lo, n), grow(q.hi, n), grow(q.cur, n)
-	if locateVector(h, q) {
-		return
-	}
-	vals := uintptr(unsafe.Pointer(unsafe.SliceData(h.vals)))
 	for i, hd := range q.hds {
-		lo, hi := h.off[hd], h.off[hd+1]
-		q.lo[i], q.hi[i], q.cur[i] = lo, hi, h.deltaHead(hd)
-		prefetch(vals + 8*uintptr(lo))
-		prefetch(vals + 8*uintptr(max(hi, 1)-1))
+		q.lo[i], q.hi[i], q.cur[i] = h.off[hd], h.off[hd+1], h.deltaHead(hd)
 	}
 }
 
@@ -128,21 +117,8 @@ func (p *PSM) locate(q *psmQuery) {
 func (p *PSM) scan(q *psmQuery, k int, visit func(slot uint32) bool) int {
 	h := p.idx
 	fp := q.fp
-	q.mask = grow(q.mask, len(q.hds))
-	// With the kernels, the first 8 entries of each bucket are checked at
-	// once, with no branch on the bucket's length; the loop below takes
-	// the rest (all of it without them).
-	vec := bucketMasks(h, q, k, q.mask)
 	for i := range q.hds {
 		lo, hi := q.lo[i], q.hi[i]
-		if vec {
-			for m := q.mask[i]; m != 0; m &= m - 1 {
-				if !visit(h.slots[int(lo)+bits.TrailingZeros8(m)]) {
-					return i + 1
-				}
-			}
-			lo = min(lo+8, hi)
-		}
 		for j, v := range h.vals[lo:hi] {
 			if bits.OnesCount64(fp^v) <= k && !visit(h.slots[int(lo)+j]) {
 				return i + 1
@@ -187,14 +163,7 @@ func (p *PSM) lookups(fp uint64, margins *[64]uint8, k, m int, dst []uint32) []u
 	h := p.idx
 	t := int(h.t)
 	buf := &p.buf
-	// The offsets of each header are prefetched as soon as it is known
-	// (prefetch never faults, so no bounds check is needed).
-	// So is its delta chain's head.
-	off := uintptr(unsafe.Pointer(unsafe.SliceData(h.off)))
-	dhead, dmask := uintptr(unsafe.Pointer(unsafe.SliceData(h.dhead))), uint32(len(h.dhead)-1)
-	hd := h.header(fp)
-	prefetch2(off+4*uintptr(hd), dhead+4*uintptr(hd&dmask))
-	hds := append(dst[:0], hd)
+	hds := append(dst[:0], h.header(fp))
 	if p.budget > 1 && k > 0 {
 		m = min(m, t)
 		for i := range t {
@@ -213,9 +182,7 @@ func (p *PSM) lookups(fp uint64, margins *[64]uint8, k, m int, dst []uint32) []u
 				mask |= 1 << buf.order[uint8(set)]
 				set >>= 8
 			}
-			hd := h.header(fp ^ mask)
-			prefetch2(off+4*uintptr(hd), dhead+4*uintptr(hd&dmask))
-			hds = append(hds, hd)
+			hds = append(hds, h.header(fp^mask))
 		}
 	}
 	return hds
@@ -252,10 +219,6 @@ func fixLogits(l *[256]float64) *[256]int64 {
 // (and making the lookups depend on how many bits were ranked).
 func toFix(l float64) int64 { return min(int64(math.Round(max(l, -1000)*voshFix)), -1) }
 
-// rankVector lets rankBits use the vector kernel where the CPU has one (tests
-// turn it off to check the portable path).
-var rankVector = true
-
 // rankBits orders the bit positions by decreasing flip probability
 // (increasing margin; ties keep their order) and writes each rank's logit:
 // only the first len(logit) ranks (order[:len(logit)] holds them on return).
@@ -287,29 +250,21 @@ func rankBits(order []uint8, logit []int64, margins *[64]uint8, table *[256]int6
 		keys[i] = uint16(margins[b])<<6 | uint16(i) // < 2^14
 		in[i] = b
 	}
-	for i := n; i < max(4*nw, 32); i++ {
+	for i := n; i < 4*nw; i++ {
 		keys[i] = 0x7fff // padding: above every key
 	}
-	// With AVX-512, one vector compare per key ranks up to 32 keys (t <=
-	// 28): about 10 ns at t = 21, against 100 for the lanes below.
-	if rank := [32]uint8{}; rankKeys((*[32]uint16)(keys[:32]), n, &rank) {
-		for i := range n {
-			byRank[rank[i]] = in[i]
+	var lanes [16]uint64
+	for w := range nw {
+		k := keys[4*w : 4*w+4 : 4*w+4]
+		lanes[w] = hi | uint64(k[0]) | uint64(k[1])<<16 | uint64(k[2])<<32 | uint64(k[3])<<48
+	}
+	for i, k := range keys[:n] {
+		y := uint64(k) * one
+		notLess := 0
+		for _, x := range lanes[:nw] {
+			notLess += bits.OnesCount64((x - y) & hi)
 		}
-	} else {
-		var lanes [16]uint64
-		for w := range nw {
-			k := keys[4*w : 4*w+4 : 4*w+4]
-			lanes[w] = hi | uint64(k[0]) | uint64(k[1])<<16 | uint64(k[2])<<32 | uint64(k[3])<<48
-		}
-		for i, k := range keys[:n] {
-			y := uint64(k) * one
-			notLess := 0
-			for _, x := range lanes[:nw] {
-				notLess += bits.OnesCount64((x - y) & hi)
-			}
-			byRank[(4*nw-notLess)&63] = in[i]
-		}
+		byRank[(4*nw-notLess)&63] = in[i]
 	}
 	for r := range m {
 		b := byRank[r]

@@ -1,7 +1,6 @@
 package dedup
 
 import (
-	"fmt"
 	"math/bits"
 	"math/rand/v2"
 	"slices"
@@ -12,6 +11,7 @@ import (
 // TestVOSHSeedExample: weights (1.9, 0.01, -0.5) for bits 1..3 are flipped in
 // the order 2, 3, 1 (seed 003, section 4).
 func TestVOSHSeedExample(t *testing.T) {
+	t.Parallel()
 	var margins [64]uint8
 	for i, w := range []float64{1.9, 0.01, -0.5} {
 		if w < 0 {
@@ -62,6 +62,7 @@ func voshLevels(root []uint8, b, levels int) [][]string {
 // TestVOSHTreeLevels pins the top five levels of the VOSH trees for h = 1, 2, 3
 // (the seed's Figure 2), built by Algorithm 2; sets are 1-based.
 func TestVOSHTreeLevels(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		root []uint8
 		want [][]string
@@ -81,6 +82,7 @@ func TestVOSHTreeLevels(t *testing.T) {
 // TestVOSHEnumeratesEverySubsetOnceInOrder: the heap yields every subset of
 // sizes 1..h exactly once, in non-increasing probability.
 func TestVOSHEnumeratesEverySubsetOnceInOrder(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(21, 22))
 	for b := 1; b <= 9; b++ {
 		for h := 1; h <= 4; h++ {
@@ -132,6 +134,7 @@ func TestVOSHEnumeratesEverySubsetOnceInOrder(t *testing.T) {
 // TestSimhashIndexesAgainstExhaustive plants neighbours at distances 0..4 among
 // random fingerprints, inserted online across delta merges.
 func TestSimhashIndexesAgainstExhaustive(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(23, 24))
 	const n = 20000
 	fps := make([]uint64, n)
@@ -189,6 +192,7 @@ func TestSimhashIndexesAgainstExhaustive(t *testing.T) {
 }
 
 func TestPSMBudgetAndEarlyStop(t *testing.T) {
+	t.Parallel()
 	p := NewPSM(5, DefaultPSMSigma)
 	for i := range 5000 {
 		p.Add(uint64(i)*0x9e3779b97f4a7c15, uint32(i))
@@ -211,6 +215,7 @@ func TestPSMBudgetAndEarlyStop(t *testing.T) {
 // and zeros (logit 0), and without margins, where every single flip must
 // come before any double.
 func TestPSMRanksOnlyWhatTheBudgetReaches(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(11, 12))
 	for _, n := range []int{1 << 12, 1 << 16} {
 		for _, budget := range []int{2, 4, 8, 16, 64} {
@@ -273,19 +278,9 @@ func flipSets(t, k int) int {
 }
 
 // TestRankBitsAgainstSort: rankBits' first m ranks are those of a stable sort
-// of the bits by margin, ties included, for every width PSM uses and more,
-// with the vector kernel (where the CPU has it) and without.
+// of the bits by margin, ties included, for every width PSM uses and more.
 func TestRankBitsAgainstSort(t *testing.T) {
-	for _, vec := range []bool{true, false} {
-		t.Run(fmt.Sprintf("vector=%v", vec), func(t *testing.T) {
-			defer func(v bool) { rankVector = v }(rankVector)
-			rankVector = vec
-			testRankBitsAgainstSort(t)
-		})
-	}
-}
-
-func testRankBitsAgainstSort(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(31, 32))
 	table := fixLogits(flipLogits(DefaultPSMSigma))
 	for n := 1; n <= 64; n++ {
@@ -325,24 +320,10 @@ func unpackRanks(set uint64, size int) []uint8 {
 	return s
 }
 
-// TestPrefetchAnyAddress: PSM prefetches offsets before knowing they are in
-// range (and the lookups benchmark runs with a table smaller than its
-// headers); a prefetch of an unmapped address must not fault.
-func TestPrefetchAnyAddress(t *testing.T) {
-	for _, a := range []uintptr{0, 8, ^uintptr(0) >> 1 &^ 63, ^uintptr(0) &^ 63} {
-		prefetch(a)
-	}
-	p := NewPSM(16, DefaultPSMSigma)
-	p.idx.t = 28 // headers far past the 17-entry offset table
-	var margins [64]uint8
-	if n := len(p.lookups(^uint64(0), &margins, 3, 15, nil)); n != 16 {
-		t.Fatalf("%d lookups, want 16", n)
-	}
-}
-
 // TestAddFromSearchPanics: a visit function that adds to the index gets a
 // clear panic, not a search reading arrays a merge has unmapped.
 func TestAddFromSearchPanics(t *testing.T) {
+	t.Parallel()
 	for _, ix := range []SimhashIndex{NewPSM(8, DefaultPSMSigma), NewBPHS(4, 1)} {
 		for i := range 3000 {
 			ix.Add(uint64(i)*0x9e3779b97f4a7c15, uint32(i))
@@ -367,77 +348,11 @@ func TestAddFromSearchPanics(t *testing.T) {
 	}
 }
 
-// TestPSMKernelsEqualPortable: the bucket kernels (one call locating every
-// bucket, masked compares of each bucket's first 8 entries) find what the
-// portable loops find, in the same order, for buckets of 0 to over 8 entries
-// (about 2^spare per header), an empty index and the first merges.
-func TestPSMKernelsEqualPortable(t *testing.T) {
-	if !hasPSMVector {
-		t.Skip("no AVX-512 VPOPCNTDQ: only the portable code runs here")
-	}
-	defer func() { psmVector = true }()
-	rng := rand.New(rand.NewPCG(41, 42))
-	for _, spare := range []int{0, 2, 4} {
-		for _, n := range []int{0, 1, 900, 5000, 40000} {
-			p := newPSM(12, DefaultPSMSigma, spare)
-			fps := make([]uint64, n)
-			for i := range fps {
-				fps[i] = rng.Uint64()
-				if i > 0 && i%7 == 0 {
-					fps[i] = fps[i-1] ^ 1<<rng.IntN(64) // neighbours share buckets
-				}
-				p.Add(fps[i], uint32(i))
-			}
-			long := false
-			for hd := range len(p.idx.off) - 1 {
-				long = long || p.idx.off[hd+1]-p.idx.off[hd] > 8
-			}
-			if spare == 4 && n >= 5000 && !long {
-				t.Fatalf("spare %d n %d: no bucket over 8 entries", spare, n)
-			}
-			matches := 0
-			for q := range 300 {
-				fp := rng.Uint64()
-				if n > 0 {
-					fp = fps[rng.IntN(n)]
-					for range q % 5 {
-						fp ^= 1 << rng.IntN(64)
-					}
-				}
-				var m [64]uint8
-				for j := range m {
-					m[j] = uint8(rng.IntN(256))
-				}
-				for _, first := range []bool{false, true} {
-					// k = 3 mostly; 0, 8 and -1 (no match) now and then.
-					k := []int{3, 3, 0, 3, 8, -1}[q%6]
-					var got [2][]uint32
-					var looked [2]int
-					for v, on := range []bool{true, false} {
-						psmVector = on
-						looked[v] = p.Search(fp, &m, k, func(s uint32) bool { got[v] = append(got[v], s); return !first })
-					}
-					if !slices.Equal(got[0], got[1]) || looked[0] != looked[1] {
-						t.Fatalf("spare %d n %d query %d k %d first=%v: kernels found %v in %d lookups, portable %v in %d",
-							spare, n, q, k, first, got[0], looked[0], got[1], looked[1])
-					}
-					if k < 0 && len(got[0]) > 0 {
-						t.Fatalf("k = -1: %d matches", len(got[0]))
-					}
-					matches += len(got[0])
-				}
-			}
-			if n > 0 && matches < 200 {
-				t.Fatalf("spare %d n %d: only %d matches", spare, n, matches)
-			}
-		}
-	}
-}
-
 // TestPSMVisitsEachMatchOnce: a small delta's head table has fewer bits than
 // the header, so lookups that differ only in the header's high bits share a
 // chain; each match must still be visited once, and all of them found.
 func TestPSMVisitsEachMatchOnce(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(51, 52))
 	p := newPSM(1<<12, DefaultPSMSigma, 0) // t = log2 n
 	const n = 40000

@@ -7,6 +7,7 @@ import (
 )
 
 func TestSuperTagMatch(t *testing.T) {
+	t.Parallel()
 	key := uint64(0xdeadbeefcafef00d)
 	tests := []struct {
 		name  string
@@ -37,6 +38,7 @@ func TestSuperTagMatch(t *testing.T) {
 // grows from minSuperT) and checks that every inserted (key, slot) is found,
 // that nothing else is returned except rare tag collisions, and the memory.
 func TestSuperIndexAgainstMap(t *testing.T) {
+	t.Parallel()
 	n := 600_000
 	if testing.Short() || raceEnabled {
 		n = 100_000
@@ -102,58 +104,5 @@ func TestSuperIndexAgainstMap(t *testing.T) {
 	s.insert(k, uint32(n+1))
 	if s.lookup(k, func(uint32) bool { calls++; return false }) || calls != 1 {
 		t.Errorf("lookup did not stop after fn returned false (%d calls)", calls)
-	}
-}
-
-// The vector tag scan agrees with tagMatch on every entry it covers (the
-// first 32 of each bucket), for tags with every marker position, empty
-// buckets, buckets longer than 32 and a bucket ending at the end of tags.
-func TestTagScanMatchesScalar(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	tags := make([]uint16, 5000)
-	for i := range tags {
-		marker := uint(rng.IntN(16))
-		tags[i] = uint16(rng.Uint32())&^(1<<marker-1)<<0 | 1<<marker
-		tags[i] &^= 1<<marker - 1
-	}
-	for round := 0; round < 200; round++ {
-		n := 1 + rng.IntN(20)
-		lo, hi := make([]uint32, n), make([]uint32, n)
-		q := make([]uint16, n)
-		for i := range n {
-			size := rng.IntN(70)
-			switch rng.IntN(6) {
-			case 0:
-				size = rng.IntN(3)
-			case 1:
-				size = 250 + rng.IntN(300) // past 255: the length must not wrap
-			}
-			start := rng.IntN(len(tags) - size + 1)
-			if i == 0 && round%10 == 0 {
-				start = len(tags) - size
-			}
-			lo[i], hi[i] = uint32(start), uint32(start+size)
-			q[i] = uint16(rng.Uint32())
-			if size > 0 && rng.IntN(2) == 0 {
-				// A query agreeing with one entry on its known bits.
-				e := tags[start+rng.IntN(size)]
-				q[i] = e ^ uint16(rng.Uint32())&(e&-e-1)
-			}
-		}
-		out := make([]uint32, n)
-		if !tagScan(tags, lo, hi, q, out) {
-			t.Skip("no AVX-512 tag scan on this CPU")
-		}
-		for i := range n {
-			var want uint32
-			for j := 0; j < 32 && lo[i]+uint32(j) < hi[i]; j++ {
-				if tagMatch(tags[lo[i]+uint32(j)], q[i]) {
-					want |= 1 << j
-				}
-			}
-			if out[i] != want {
-				t.Fatalf("round %d bucket %d [%d:%d]: mask %032b, scalar %032b", round, i, lo[i], hi[i], out[i], want)
-			}
-		}
 	}
 }

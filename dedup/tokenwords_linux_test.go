@@ -14,6 +14,7 @@ import (
 // unmapped (PROT_NONE), and start at every offset near a page start; the
 // fingerprints must equal the table code's (and nothing may fault).
 func TestTokenWordsPageEdge(t *testing.T) {
+	t.Parallel()
 	page := syscall.Getpagesize()
 	mem, err := syscall.Mmap(-1, 0, 3*page, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
 	if err != nil {

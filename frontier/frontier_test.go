@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -108,77 +107,6 @@ func TestBreadthFirstAndFairAcrossHosts(t *testing.T) {
 	want := fmt.Sprint([]string{"a1", "b1", "a2", "b2", "a3", "a4", "a5"})
 	if fmt.Sprint(got) != want {
 		t.Errorf("order %v, want %v", got, want)
-	}
-}
-
-func TestPolitenessDelayPerHostAndSharedIP(t *testing.T) {
-	c := &clock{t: time.Unix(1000, 0)}
-	s := newMemStore()
-	f, _ := New(Options{Delay: time.Second}, s, c.now, nil)
-	enqueue(f, s, "a", "a1", "a2")
-	enqueue(f, s, "b", "b1")
-	f.SetPoliteKey("a", "ip1")
-	f.SetPoliteKey("b", "ip1")
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	it, err := f.Next(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// While it is leased, the other host of the same IP must not be served.
-	if _, err := f.Next(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("second lease on a busy IP: %v", err)
-	}
-	f.Release(it, Outcome{Requested: true})
-	s.del(it)
-	f.Finish(it)
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel2()
-	if _, err := f.Next(ctx2); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("lease before the delay passed: %v", err)
-	}
-	c.add(time.Second)
-	it2, err := f.Next(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if it2.Host == it.Host && it2.URL == it.URL {
-		t.Fatal("same item leased twice")
-	}
-}
-
-func TestCrawlDelayCappedAndBackoffOn429(t *testing.T) {
-	c := &clock{t: time.Unix(1000, 0)}
-	s := newMemStore()
-	f, _ := New(Options{Delay: time.Second, MaxDelay: 10 * time.Second, BackoffBase: 4 * time.Second, BackoffMax: time.Minute, MaxFailures: 3}, s, c.now, nil)
-	if !f.SetCrawlDelay("a", time.Hour) {
-		t.Error("a Crawl-delay of 1h should be capped")
-	}
-	enqueue(f, s, "a", "a1", "a2")
-	it, _ := f.Next(context.Background())
-	// 429 with Retry-After 20s: the item is requeued and the host waits 20s.
-	f.Release(it, Outcome{Requested: true, Status: 429, RetryAfter: 20 * time.Second})
-	f.Finish(it)
-	c.add(19 * time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
-	defer cancel()
-	if _, err := f.Next(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("leased during Retry-After: %v", err)
-	}
-	c.add(2 * time.Second)
-	it2, err := f.Next(context.Background())
-	if err != nil || it2.URL != "a1" || it2.Tries != 1 {
-		t.Fatalf("after Retry-After got %+v, %v; want a1 again with Tries=1", it2, err)
-	}
-	// Crawl-delay (capped to 10s) applies after a success.
-	f.Release(it2, Outcome{Requested: true, Status: 200})
-	s.del(it2)
-	f.Finish(it2)
-	c.add(9 * time.Second)
-	ctx3, cancel3 := context.WithTimeout(context.Background(), 30*time.Millisecond)
-	defer cancel3()
-	if _, err := f.Next(ctx3); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("leased before capped Crawl-delay: %v", err)
 	}
 }
 
@@ -285,40 +213,6 @@ func TestNoDoubleLeaseUnderConcurrency(t *testing.T) {
 	wg.Wait()
 	if len(seen) != 200 {
 		t.Fatalf("leased %d, want 200", len(seen))
-	}
-}
-
-func TestBlockedHostWaitsAndIsGivenUp(t *testing.T) {
-	c := &clock{t: time.Unix(1000, 0)}
-	s := newMemStore()
-	f, _ := New(Options{Delay: 0, MaxFailures: 3}, s, c.now, nil)
-	enqueue(f, s, "h", "h1")
-	for i := 1; i <= 3; i++ {
-		it, err := f.Next(context.Background())
-		if err != nil {
-			t.Fatalf("round %d: %v", i, err)
-		}
-		requeued := f.Release(it, Outcome{Requested: i == 1, Requeue: true, Wait: time.Minute, Blocked: true})
-		f.Finish(it)
-		if i < 3 {
-			if !requeued {
-				t.Fatalf("round %d: blocked item not requeued", i)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
-			if _, err := f.Next(ctx); !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("round %d: leased before the wait passed: %v", i, err)
-			}
-			cancel()
-			c.add(time.Minute)
-		} else if requeued {
-			t.Fatal("host not given up after max failures")
-		}
-	}
-	if g := f.GiveUps(); len(g) != 1 || !strings.Contains(g[0].Reason, "robots.txt unavailable") {
-		t.Fatalf("give-ups %+v", g)
-	}
-	if _, err := f.Next(context.Background()); !errors.Is(err, ErrDone) {
-		t.Fatalf("after give-up: %v", err)
 	}
 }
 

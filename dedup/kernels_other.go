@@ -1,0 +1,5 @@
+//go:build !amd64 || purego
+
+package dedup
+
+func cpuKernels() *kernels { return portableKernels }

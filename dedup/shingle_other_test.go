@@ -1,7 +1,0 @@
-//go:build !amd64 || purego
-
-package dedup
-
-import "testing"
-
-func setShingleVector(t testing.TB, on bool) {}
