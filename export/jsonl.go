@@ -21,11 +21,23 @@ type Store interface {
 	ForEachPage(fn func(*storage.Page) error) error
 	ForEachSkipped(fn func(*storage.Page) error) error
 	Text(id uint64) (string, error)
+	Raw(id uint64) (request, response []byte, err error) // for the main text
 }
 
 // JSONLOptions selects what JSONL export writes.
 type JSONLOptions struct {
 	All bool // also write every non-unique page, with its class
+	// MainTextInText writes the main text (see MainText) in "text" instead
+	// of the whole visible text, and no "main_text".
+	MainTextInText bool
+	// MainTextWorkers is how many pages have their main text extracted at
+	// once; 0 means GOMAXPROCS.
+	MainTextWorkers int
+	// MainTextFailed, when set, is called (from one goroutine, in record
+	// order) for every page whose main text could not be extracted, with
+	// why: ErrNoRawResponse, ErrMainTextTooLarge, an unreadable raw
+	// response. The page is written with an empty main text.
+	MainTextFailed func(p *storage.Page, err error)
 }
 
 // Member is a page suppressed in favour of a unique page: any other record
@@ -47,6 +59,11 @@ type Record struct {
 	ContentType string    `json:"content_type"`
 	Title       string    `json:"title"`
 	Text        string    `json:"text"`
+	// MainText is the page's main text: the article Mozilla's Readability
+	// finds, without navigation, headers and footers (see MainText). It is
+	// "" when the page has none or it could not be extracted, and omitted
+	// when Text holds it (JSONLOptions.MainTextInText).
+	MainText *string `json:"main_text,omitempty"`
 	// Language is identified from the text when that is reliable
 	// (LanguageSource "text", with LanguageConfidence), else the primary
 	// subtag of <html lang> (LanguageSource "html"); omitted when neither.
@@ -75,6 +92,10 @@ type Record struct {
 // every other record follows with its class and its cluster's value, so that
 // keeping the records with "representative": true, or one record per
 // "cluster", keeps one page per cluster.
+//
+// Every page whose HTML was parsed (unique pages and duplicates) gets its
+// main text, extracted from its stored raw response; the whole visible text
+// stays in text unless o.MainTextInText.
 //
 // A page whose text cannot be read (storage.ErrDamaged) is still written,
 // with an empty text and "damaged": true; the caller learns how many from
@@ -112,7 +133,7 @@ func JSONL(w io.Writer, st Store, o JSONLOptions) (int, error) {
 	bw := bufio.NewWriterSize(w, 1<<16)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
-	n := 0
+	mw := newMainTextWriter(st, o, func(r *Record) error { return enc.Encode(r) })
 	err := st.ForEachPage(func(p *storage.Page) error {
 		if p.Class != storage.ClassUnique {
 			return nil
@@ -134,26 +155,27 @@ func JSONL(w io.Writer, st Store, o JSONLOptions) (int, error) {
 		if r.Duplicates == nil {
 			r.Duplicates = []Member{}
 		}
-		n++
-		return enc.Encode(r)
+		return mw.add(p, r)
 	})
-	if err != nil {
-		return n, err
-	}
-	for k, p := range others {
+	for k := 0; err == nil && k < len(others); k++ {
+		p := others[k]
 		text := ""
-		var err error
+		var terr error
 		if p.ID != 0 {
-			text, err = st.Text(p.ID)
+			text, terr = st.Text(p.ID)
 		}
 		r := record(p, text)
 		r.Cluster, r.Representative = cl.of(otherAt[k])
-		r.Damaged = errors.Is(err, storage.ErrDamaged)
+		r.Damaged = errors.Is(terr, storage.ErrDamaged)
 		r.Duplicates = []Member{}
-		if err := enc.Encode(r); err != nil {
-			return n, err
-		}
-		n++
+		err = mw.add(p, r)
+	}
+	n, werr := mw.close()
+	if err == nil {
+		err = werr
+	}
+	if err != nil {
+		return n, err
 	}
 	return n, bw.Flush()
 }

@@ -31,6 +31,7 @@ targets=(
 	./sitemap/:FuzzParse
 	./dedup/:FuzzSign
 	./export/:FuzzWARCRoundTrip
+	./export/:FuzzMainText
 	./export/:FuzzReadWARC
 	./report/:FuzzTruncateMiddle
 	./internal/whatwgurl/:FuzzResolveHref

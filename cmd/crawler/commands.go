@@ -63,6 +63,7 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 	format := fs.String("format", "jsonl", "jsonl or warc")
 	out := fs.String("out", "", "output file (- for stdout)")
 	all := fs.Bool("all", false, "jsonl: also write every non-unique page with its class")
+	mainText := fs.Bool("main-text", false, "jsonl: text holds the main text (the article, without navigation, headers and footers) instead of all visible text")
 	includeDups := fs.Bool("include-duplicates", false, "warc: also write exact duplicates as revisit records and near duplicates as metadata records")
 	cdxPath := fs.String("cdx", "", "warc: also write the WARC's CDXJ index (for pywb, OpenWayback) to this file")
 	if err := parseFlags(fs, args); err != nil {
@@ -88,12 +89,13 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var n, damaged int
+	var n, damaged, noMainText int
 	if *format == "warc" {
 		n, err = session.ExportWARC(db, w, export.WARCOptions{IncludeDuplicates: *includeDups, Software: "Horseshoe/" + version,
 			Damaged: func(*storage.Page) { damaged++ }, Filename: filepath.Base(*out)}, *cdxPath)
 	} else {
-		n, err = export.JSONL(w, db, export.JSONLOptions{All: *all})
+		n, err = export.JSONL(w, db, export.JSONLOptions{All: *all, MainTextInText: *mainText,
+			MainTextFailed: func(*storage.Page, error) { noMainText++ }})
 		damaged = db.Unreadable()["page texts"]
 	}
 	if cerr := closeOut(); err == nil {
@@ -114,6 +116,9 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 	}
 	if *out != "-" {
 		fmt.Fprintf(stderr, "wrote %d records to %s\n", n, *out)
+	}
+	if noMainText > 0 {
+		fmt.Fprintf(stderr, "%d pages have no main text: their raw response was not kept (storage.keep_raw) or is unreadable, or the page is too large for extraction\n", noMainText)
 	}
 	return nil
 }
