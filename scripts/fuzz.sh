@@ -28,7 +28,7 @@ targets=(
 	./parse/:FuzzParse
 	./parse/:FuzzTokenize
 	./fetch/:FuzzRobots
-	./sitemap/:FuzzParse
+	./sitemap/:FuzzSitemap
 	./dedup/:FuzzSign
 	./export/:FuzzWARCRoundTrip
 	./export/:FuzzMainText

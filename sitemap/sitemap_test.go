@@ -299,7 +299,7 @@ func TestAllowed(t *testing.T) {
 	}
 }
 
-func FuzzParse(f *testing.F) {
+func FuzzSitemap(f *testing.F) {
 	f.Add([]byte(urlset), false)
 	f.Add([]byte(`<sitemapindex><sitemap><loc>http://e.com/s</loc></sitemap></sitemapindex>`), true)
 	f.Add([]byte("http://e.com/1\nhttp://e.com/2\n"), false)
