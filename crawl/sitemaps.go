@@ -280,7 +280,7 @@ func (e *Engine) commitSitemap(it *frontier.Item, p *storage.Page, res *fetch.Re
 		if err := tx.DeleteQueue(it.Host, it.Seq); err != nil {
 			return err
 		}
-		return tx.PutMeta("requests", []byte(fmt.Sprint(e.requests.Load())))
+		return tx.PutMeta(storage.MetaRequests, []byte(fmt.Sprint(e.requests.Load())))
 	})
 	if err != nil {
 		e.setFatal(fmt.Errorf("cannot record sitemap %s: %w", it.URL, err))
