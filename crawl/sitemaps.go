@@ -118,7 +118,7 @@ func (e *Engine) discoverSitemaps(it *frontier.Item, u *url.URL, rules *fetch.Ro
 	if e.fatal() != nil {
 		return
 	}
-	n, err := e.queueAll(len(names), func(tx *storage.Tx, i int) (frontier.Item, bool, error) {
+	n, err := e.queueAll(len(names), func(tx Tx, i int) (frontier.Item, bool, error) {
 		cu, err := frontier.Canonicalize(strings.TrimSpace(names[i]), base)
 		if err != nil {
 			return frontier.Item{}, false, nil
@@ -136,7 +136,7 @@ func (e *Engine) discoverSitemaps(it *frontier.Item, u *url.URL, rules *fetch.Ro
 // was seen, is a trap, or is so deep that its URLs would be past max_depth.
 // Scope is not checked: robots.txt or an index on the same site named it,
 // which the protocol allows; the URLs it lists are checked.
-func (e *Engine) enqueueSitemap(tx *storage.Tx, cu string, level, depth int, robotsURL string, hops int) (frontier.Item, bool, error) {
+func (e *Engine) enqueueSitemap(tx Tx, cu string, level, depth int, robotsURL string, hops int) (frontier.Item, bool, error) {
 	if frontier.CheckTrap(cu, e.o.Trap) != nil || depth >= e.o.MaxDepth {
 		return frontier.Item{}, false, nil
 	}
@@ -254,7 +254,7 @@ func (e *Engine) commitSitemap(it *frontier.Item, p *storage.Page, res *fetch.Re
 	}
 	var pushed []frontier.Item
 	var files int
-	err := e.db.Update(func(tx *storage.Tx) error {
+	err := e.st.Update(e.sctx, func(tx Tx) error {
 		pushed, files = pushed[:0], 0
 		var err error
 		if res != nil && res.Status >= 300 && res.Status < 400 {
@@ -270,7 +270,7 @@ func (e *Engine) commitSitemap(it *frontier.Item, p *storage.Page, res *fetch.Re
 		}
 		if res != nil && e.o.KeepRaw && len(res.RawBody) > 0 {
 			p.HasRaw = true
-			if err := tx.PutRaw(p.ID, rawRequest(res), rawResponse(res)); err != nil {
+			if err := tx.PutRaw(p.ID, res.WireRequest(), res.WireResponse()); err != nil {
 				return err
 			}
 		}
@@ -293,7 +293,7 @@ func (e *Engine) commitSitemap(it *frontier.Item, p *storage.Page, res *fetch.Re
 
 // sitemapRedirect queues the target of a sitemap's redirect as the same
 // sitemap, within fetch.max_redirects.
-func (e *Engine) sitemapRedirect(tx *storage.Tx, it *frontier.Item, p *storage.Page, location string) ([]frontier.Item, error) {
+func (e *Engine) sitemapRedirect(tx Tx, it *frontier.Item, p *storage.Page, location string) ([]frontier.Item, error) {
 	base, _ := url.Parse(it.Target())
 	cu, err := frontier.Canonicalize(location, base)
 	if location == "" || err != nil {
@@ -316,7 +316,7 @@ func (e *Engine) sitemapRedirect(tx *storage.Tx, it *frontier.Item, p *storage.P
 // (the same site, one level deeper, within the per-site bound), a urlset's
 // or text file's URLs (as the protocol allows, in scope and max_depth),
 // each URL's hint kept. files is the number of sitemap items queued.
-func (e *Engine) queueSitemapEntries(tx *storage.Tx, it *frontier.Item, parsed *sitemap.Result, rec *sitemapRecord) (out []frontier.Item, files int, err error) {
+func (e *Engine) queueSitemapEntries(tx Tx, it *frontier.Item, parsed *sitemap.Result, rec *sitemapRecord) (out []frontier.Item, files int, err error) {
 	budget := e.sitemaps.budget(it.Via)
 	rec.Queued, rec.OffSite, rec.OutOfScope, rec.NotQueued = 0, 0, 0, 0
 	rec.Invalid = parsed.Invalid // the transaction may run again
