@@ -596,7 +596,7 @@ func testFrontierLease(t *testing.T, s Stores) {
 	items := []frontier.Item{
 		{URL: "http://a.test/1", Host: "a.test", Depth: 1, Via: "http://a.test/"},
 		{URL: "http://a.test/2", Host: "a.test", Depth: 2},
-		{URL: "http://b.test/1", Host: "b.test", Verify: true},
+		{URL: "http://b.test/1", Host: "b.test", Verify: true, Sitemap: 1},
 	}
 	update(t, s, func(tx crawl.Tx) error {
 		for i := range items {
@@ -648,7 +648,7 @@ func testFrontierLease(t *testing.T, s Stores) {
 	leased[third.URL] = *third
 	for _, want := range items {
 		got, ok := leased[want.URL]
-		if !ok || got.ID != want.ID || got.Depth != want.Depth || got.Via != want.Via || got.Verify != want.Verify {
+		if !ok || got.ID != want.ID || got.Depth != want.Depth || got.Via != want.Via || got.Verify != want.Verify || got.Sitemap != want.Sitemap {
 			t.Fatalf("leased %+v, want %+v", got, want)
 		}
 	}
