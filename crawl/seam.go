@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/dedup"
@@ -39,6 +40,12 @@ type SeenSet interface {
 type SeenPrefetcher interface {
 	PrefetchSeen(urls []string) error
 }
+
+// ErrElsewhere is what a shared store's Text returns (wrapped, with
+// storage.ErrNotFound) for a page another process fetched and keeps: the
+// near-duplicate settlement then falls back to the sketch rule without a
+// warning (docs/DEDUP.md).
+var ErrElsewhere = errors.New("kept by another worker")
 
 // QueueLog is the durable side of the frontier's queues: an entry is written
 // when a URL is queued and deleted when its page is recorded, so a crash

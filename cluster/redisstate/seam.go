@@ -130,7 +130,16 @@ func (s *Store) PutMeta(_ context.Context, name string, v []byte) error { return
 func (s *Store) Page(_ context.Context, id uint64) (*storage.Page, error) {
 	return s.db.Page(id)
 }
-func (s *Store) Text(_ context.Context, id uint64) (string, error) { return s.db.Text(id) }
+
+// Text reads the text of a page this worker fetched; another worker's is
+// crawl.ErrElsewhere (and storage.ErrNotFound).
+func (s *Store) Text(_ context.Context, id uint64) (string, error) {
+	t, err := s.db.Text(id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return "", fmt.Errorf("page %d: %w (%w)", id, crawl.ErrElsewhere, err)
+	}
+	return t, err
+}
 
 func (s *Store) ForEachPage(ctx context.Context, fn func(*storage.Page) error) error {
 	return crawl.BadgerStore(s.db).ForEachPage(ctx, fn)

@@ -2,6 +2,7 @@ package redisstate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -171,5 +172,32 @@ func TestStoreMarkRace(t *testing.T) {
 	}
 	if runs != 2 || aFresh {
 		t.Fatalf("worker a: %d runs, fresh %v; want 2 runs, the URL found marked", runs, aFresh)
+	}
+}
+
+// TestStoreTextElsewhere: the text of a page another worker fetched is
+// crawl.ErrElsewhere (settlement falls back to the sketch rule, quietly);
+// its record reads as the summary that worker left in Redis.
+func TestStoreTextElsewhere(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	_, a := storeOn(t, srv, "else", nil)
+	_, b := storeOn(t, srv, "else", nil)
+	pageTx(t, a, 7, nil)
+	if text, err := a.Text(context.Background(), 7); err != nil || text != "text" {
+		t.Fatalf("own text: %q, %v", text, err)
+	}
+	_, err := b.Text(context.Background(), 7)
+	if !errors.Is(err, crawl.ErrElsewhere) || !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("another worker's text: %v", err)
+	}
+	err = b.Update(context.Background(), func(tx crawl.Tx) error {
+		p, err := tx.GetPage(7)
+		if err != nil || p.URL != "http://p.test/7" || p.Class != storage.ClassUnique {
+			return fmt.Errorf("summary: %+v, %v", p, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
