@@ -419,6 +419,17 @@ func TestSharedCrawlPasswordTLS(t *testing.T) {
 	if d.Stats.ByClass["unique"] < 10 {
 		t.Errorf("crawl over TLS kept %d unique pages (by class %v)", d.Stats.ByClass["unique"], d.Stats.ByClass)
 	}
+	// A worker joining without seeds takes the crawl's, finds it done and
+	// requests nothing.
+	before := len(web.Requests())
+	args = slices.DeleteFunc(args, func(a string) bool { return a == seed })
+	args[2] = filepath.Join(t.TempDir(), "late")
+	if err := run(context.Background(), args, &so, &se); err != nil {
+		t.Fatalf("a worker without seeds: %v\n%s", err, se.String())
+	}
+	if n := len(web.Requests()) - before; n != 0 {
+		t.Errorf("a worker joining a finished crawl made %d requests", n)
+	}
 }
 
 // compareClasses checks the merged classes against one process's: what does
