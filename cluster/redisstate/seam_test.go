@@ -1,9 +1,12 @@
 package redisstate
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -199,5 +202,58 @@ func TestStoreTextElsewhere(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStorePausesWhileRedisIsDown: a page's transaction whose commit finds
+// Redis gone pauses (and says why) until Redis is back, then commits whole:
+// its links are marked and queued, nothing lost.
+func TestStorePausesWhileRedisIsDown(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	c, s := storeOn(t, srv, "down", nil)
+	var logs bytes.Buffer
+	s.logger = slog.New(slog.NewTextHandler(&logs, nil))
+	s.Pause = 50 * time.Millisecond
+	pageTx(t, s, 1, linksOf("warm", 1))
+	links := linksOf("down", 5)
+	stopped := make(chan struct{})
+	done := make(chan []string)
+	err := s.Update(context.Background(), func(tx crawl.Tx) error {
+		if err := tx.(crawl.SeenPrefetcher).PrefetchSeen(links); err != nil {
+			return err
+		}
+		for _, u := range links {
+			if _, _, err := tx.CheckAndMark(u, tx.NewID); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-stopped:
+		default:
+			srv.Stop() // before the commit
+			close(stopped)
+			go func() {
+				time.Sleep(400 * time.Millisecond)
+				srv.Resume()
+				done <- nil
+			}()
+		}
+		return nil
+	})
+	<-done
+	if err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+	if !strings.Contains(logs.String(), "pausing") {
+		t.Errorf("the pause was not logged: %s", logs.String())
+	}
+	ids, err := c.Seen(context.Background(), links)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		if id == 0 {
+			t.Errorf("%s not marked after the pause", links[i])
+		}
 	}
 }
