@@ -19,8 +19,12 @@ func serveToken(cfg configs.Config) string {
 }
 
 // controls are the control API's actions on crawl c of session sess; stop
-// stops it as the first interrupt does.
+// stops it as the first interrupt does. A worker of a shared crawl (no local
+// frontier) offers status and stop only.
 func controls(c *crawl.Crawl, sess *session.Session, stop func()) *live.Controls {
+	if c.Frontier == nil {
+		return &live.Controls{Stop: stop}
+	}
 	return &live.Controls{
 		AddSeeds: func(urls []string) ([]string, int, error) {
 			seeds, added, err := sess.AddSeeds(urls)

@@ -30,7 +30,8 @@ import (
 const MaxBodyBytes = 1 << 20
 
 // Controls are the actions the control API has on the crawl running in this
-// process. Every field must be set.
+// process. Stop must be set; a nil AddSeeds, or nil Pause and Resume, are
+// actions this crawl does not offer (409): a worker of a shared crawl.
 type Controls struct {
 	// AddSeeds queues seed URLs as if given at the start and stores them
 	// with the crawl's seeds; it returns the canonical seeds and how many
@@ -216,6 +217,9 @@ func (c *control) pause() error {
 	if err := c.checkRunning(); err != nil {
 		return err
 	}
+	if c.c.Pause == nil || c.c.Resume == nil {
+		return conflictf("this crawl cannot be paused here (a worker of a shared crawl)")
+	}
 	if c.state != "paused" {
 		c.c.Pause()
 		c.state, c.pausedAt = "paused", c.now()
@@ -228,6 +232,9 @@ func (c *control) resume() error {
 	defer c.mu.Unlock()
 	if err := c.checkRunning(); err != nil {
 		return err
+	}
+	if c.c.Resume == nil {
+		return conflictf("this crawl cannot be paused here (a worker of a shared crawl)")
 	}
 	if c.state == "paused" {
 		c.c.Resume()
@@ -258,6 +265,9 @@ func (c *control) addSeeds(urls []string) ([]string, int, error) {
 	defer c.mu.Unlock()
 	if err := c.checkRunning(); err != nil {
 		return nil, 0, err
+	}
+	if c.c.AddSeeds == nil {
+		return nil, 0, conflictf("seeds cannot be added here (a worker of a shared crawl: add them to the crawl with a new worker)")
 	}
 	seeds, added, err := c.c.AddSeeds(urls)
 	c.seedsAdded += added

@@ -170,3 +170,19 @@ func TestControlStatusRate(t *testing.T) {
 		}
 	}
 }
+
+// TestControlSharedWorker: a crawl that offers only status and stop (a
+// worker of a shared crawl) answers pause, resume and seeds with 409, and
+// stops.
+func TestControlSharedWorker(t *testing.T) {
+	stopped := false
+	h := apiHandler(t, &Controls{Stop: func() { stopped = true }}, time.Now)
+	for _, p := range []string{"/api/pause", "/api/resume", "/api/seeds"} {
+		if code, _, v := call(t, h, "POST", p, "application/json", `{"seeds": ["http://a.example/"]}`); code != http.StatusConflict || v["error"] == nil {
+			t.Errorf("POST %s: %d %v, want 409", p, code, v)
+		}
+	}
+	if code, _, _ := call(t, h, "POST", "/api/stop", "application/json", ""); code != http.StatusAccepted || !stopped {
+		t.Errorf("stop: %d, stopped %v", code, stopped)
+	}
+}
