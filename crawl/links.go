@@ -219,6 +219,9 @@ func (l mirrorLinks) decided(ct *commitTx, cu string, via *storage.Page) (bool, 
 // content already, so that each sample is a comparison (a counterpart that
 // is only queued may turn out missing, and the sample wasted).
 func (l mirrorLinks) sample(ct *commitTx, cpID uint64, m mirror.Mapping) (bool, error) {
+	if l.m.det.Halted(mirror.Key(m)) {
+		return true, nil // the loss monitor stopped its skipping: fetched
+	}
 	cmp, err := comparable(ct.tx, cpID)
 	if err != nil {
 		return false, err
@@ -226,7 +229,9 @@ func (l mirrorLinks) sample(ct *commitTx, cpID uint64, m mirror.Mapping) (bool, 
 	return cmp && l.m.det.WantSample(mirror.Key(m)), nil
 }
 
-func (mirrorLinks) waits(m mirror.Mapping) bool { return !m.SameHost() }
+func (l mirrorLinks) waits(m mirror.Mapping) bool {
+	return !m.SameHost() && !l.m.det.Halted(mirror.Key(m))
+}
 
 // counterpartUsable reports whether counterpart cp is known (queued or
 // fetched) and has not failed. On a decided mirror an unknown counterpart is

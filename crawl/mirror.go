@@ -245,11 +245,15 @@ func (m *mirrorRules) compare(ct *commitTx, p *storage.Page, doc *parse.Document
 		// Two builds of one site that differ page by page in more than the
 		// near-duplicate threshold allows match on few paths, and the
 		// sequential test rejects them.
-		match, err := m.samePage(cp.Key, p, doc, rec)
+		match, lost, err := m.samePage(cp.Key, p, doc, rec)
 		if err != nil {
 			return err
 		}
-		m.note(ct, cp.Key, m.det.Compare(cp.Key, match, p.Verify || rec.Verify))
+		verification := p.Verify || rec.Verify
+		m.note(ct, cp.Key, m.det.Compare(cp.Key, match, verification))
+		if verification {
+			m.note(ct, cp.Key, m.det.Monitor(cp.Key, lost))
+		}
 		if err := m.saveCandidate(ct.tx, cp.Key); err != nil {
 			return err
 		}
@@ -275,6 +279,11 @@ func (m *mirrorRules) note(ct *commitTx, key string, change mirror.Event) {
 		}
 	case mirror.WithdrawnNow:
 		m.e.logger.Info("mirror candidate withdrawn: its pages stopped matching; skipped URLs are queued again", "candidate", key)
+		ct.withdrawn = append(ct.withdrawn, key)
+	case mirror.HaltedNow:
+		// The decision stands; its skipped URLs are queued again like a
+		// withdrawn one's.
+		m.e.logger.Info("mirror skipping stopped: a verified page would have been lost; skipped URLs are queued again", "candidate", key)
 		ct.withdrawn = append(ct.withdrawn, key)
 	}
 }
@@ -388,6 +397,7 @@ func (m *mirrorRules) committed(ct *commitTx) {
 		m.requeueSkipped(key)
 	}
 	for _, key := range ct.decided {
+		m.verifyStanding(key)
 		m.onDecided(key)
 	}
 }
@@ -472,7 +482,7 @@ func (m *mirrorRules) sampleWaiting(ct *commitTx, p *storage.Page) error {
 	return nil
 }
 
-// samePage reports whether the crawler's duplicate decision calls p (parsed
+// samePage reports (match) whether the crawler's duplicate decision calls p (parsed
 // from doc, being committed) and rec (a stored page) duplicates, compared
 // under candidate key: the same payload, one recorded as the other's
 // duplicate, or the exact Jaccard of their looped shingle sets at least the
@@ -481,32 +491,34 @@ func (m *mirrorRules) sampleWaiting(ct *commitTx, p *storage.Page) error {
 // shingles are those of the token stream the dedup signs, made from the
 // visible text (and the title, with title_tokens); with url_tokens, whose
 // URL tokens the stored text lacks, both sides are compared on their text
-// alone.
-func (m *mirrorRules) samePage(key string, p *storage.Page, doc *parse.Document, rec *storage.Page) (bool, error) {
+// alone. lost reports that their plain Jaccard similarity is below
+// mirror.Represented: one would be lost were it skipped for the other (the
+// loss monitor's event).
+func (m *mirrorRules) samePage(key string, p *storage.Page, doc *parse.Document, rec *storage.Page) (match, lost bool, err error) {
 	if p.SHA256 != "" && p.SHA256 == rec.SHA256 {
-		return true, nil
+		return true, false, nil
 	}
 	if (p.Class.Duplicate() && p.OriginalID == rec.ID) || (rec.Class.Duplicate() && rec.OriginalID == p.ID) {
-		return true, nil
+		return true, false, nil
 	}
 	e := m.e
 	text, err := e.st.Text(e.sctx, rec.ID)
 	if err != nil {
 		if errors.Is(err, storage.ErrDamaged) {
-			return false, nil // unreadable: no evidence either way
+			return false, false, nil // unreadable: no evidence either way
 		}
-		return false, err
+		return false, false, err
 	}
 	if text == doc.Text && (!e.o.Parse.TitleTokens || rec.Title == doc.Title) {
-		return true, nil // the same token stream: J = 1 without shingling
+		return true, false, nil // the same token stream: J = 1 without shingling
 	}
 	mine := doc.Tokens
 	if e.o.Parse.URLTokens {
 		mine = e.storedTokens(nil, doc.Title, doc.Text)
 	}
 	theirs := e.storedTokens(nil, rec.Title, text)
-	j := m.det.Resemblance(key, e.det.Shingles(mine, nil), e.det.Shingles(theirs, nil))
-	return j >= e.det.Options().Threshold, nil
+	r, j := m.det.Similarities(key, e.det.Shingles(mine, nil), e.det.Shingles(theirs, nil))
+	return r >= e.det.Options().Threshold, j < mirror.Represented, nil
 }
 
 func (m *mirrorRules) saveCandidate(tx EvidenceLog, key string) error {
@@ -517,11 +529,64 @@ func (m *mirrorRules) saveCandidate(tx EvidenceLog, key string) error {
 	return tx.PutEvidence("mirror", key, c)
 }
 
-// requeueSkipped queues again every URL skipped under a withdrawn decision.
+// requeueSkipped queues again every URL skipped under a withdrawn (or
+// halted) decision.
 func (m *mirrorRules) requeueSkipped(key string) {
-	c, ok := m.det.Candidate(key)
+	deps, mp, ok := m.skippedUnder(key)
 	if !ok {
 		return
+	}
+	e := m.e
+	n, err := e.queueAll(len(deps), func(tx Tx, i int) (frontier.Item, bool, error) {
+		return e.requeueDependent(tx, deps[i])
+	})
+	if err != nil {
+		e.setFatal(err)
+		return
+	}
+	e.logger.Info("queued skipped URLs again", "count", n, "mirror", mp.FromOrigin+mp.FromPrefix)
+}
+
+// verifyStanding draws the verification stream from the URLs skipped under
+// candidate key before it was decided (copies presumed while the test ran):
+// on a small mirror they can be all of its pages, and a stream drawn only
+// from later skips would never run. One in VerifyEvery is queued again,
+// marked for verification.
+func (m *mirrorRules) verifyStanding(key string) {
+	deps, mp, ok := m.skippedUnder(key)
+	if !ok {
+		return
+	}
+	var picks []storage.Dependent
+	for _, d := range deps {
+		if !m.det.Skip(key) {
+			picks = append(picks, d)
+		}
+	}
+	e := m.e
+	n, err := e.queueAll(len(picks), func(tx Tx, i int) (frontier.Item, bool, error) {
+		it, ok, err := e.requeueDependent(tx, picks[i])
+		if err != nil || !ok {
+			return it, ok, err
+		}
+		it.Verify = true
+		return it, true, tx.PutQueue(it)
+	})
+	if err != nil {
+		e.setFatal(err)
+		return
+	}
+	if n > 0 {
+		e.logger.Info("queued skipped URLs to verify a mirror decision", "count", n, "mirror", mp.FromOrigin+mp.FromPrefix)
+	}
+}
+
+// skippedUnder returns the URLs skipped in favour of candidate key's
+// counterparts, and its mirror mapping.
+func (m *mirrorRules) skippedUnder(key string) ([]storage.Dependent, mirror.Mapping, bool) {
+	c, ok := m.det.Candidate(key)
+	if !ok {
+		return nil, mirror.Mapping{}, false
 	}
 	e := m.e
 	mp := c.MirrorMapping()
@@ -539,18 +604,11 @@ func (m *mirrorRules) requeueSkipped(key string) {
 	}
 	if err := e.st.ForEachSkipped(e.sctx, collect); err != nil {
 		e.setFatal(err)
-		return
+		return nil, mp, false
 	}
 	if err := e.st.ForEachPage(e.sctx, collect); err != nil {
 		e.setFatal(err)
-		return
+		return nil, mp, false
 	}
-	n, err := e.queueAll(len(deps), func(tx Tx, i int) (frontier.Item, bool, error) {
-		return e.requeueDependent(tx, deps[i])
-	})
-	if err != nil {
-		e.setFatal(err)
-		return
-	}
-	e.logger.Info("queued skipped URLs again", "count", n, "mirror", mp.FromOrigin+mp.FromPrefix)
+	return deps, mp, true
 }

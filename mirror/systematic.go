@@ -38,6 +38,13 @@ type diffCounts struct {
 // difference for the pairs to come. Without earlier pairs it is the plain
 // Jaccard similarity.
 func (d *Detector) Resemblance(key string, a, b []uint64) float64 {
+	r, _ := d.Similarities(key, a, b)
+	return r
+}
+
+// Similarities returns Resemblance and the plain Jaccard similarity of a and
+// b (what decides whether one page represents the other: Represented).
+func (d *Detector) Similarities(key string, a, b []uint64) (resemblance, jaccard float64) {
 	slices.Sort(a)
 	slices.Sort(b)
 	a, b = slices.Compact(a), slices.Compact(b)
@@ -55,7 +62,7 @@ func (d *Detector) Resemblance(key string, a, b []uint64) float64 {
 			dc.pairs = systematicTrack // not kept: nothing is recorded
 		}
 	}
-	inter, union := 0, 0
+	inter, union, all := 0, 0, 0
 	var diff []uint64
 	i, j := 0, 0
 	for i < len(a) || j < len(b) {
@@ -75,6 +82,7 @@ func (d *Detector) Resemblance(key string, a, b []uint64) float64 {
 			continue
 		}
 		diff = append(diff, v)
+		all++
 		if dc.counts[v] < SystematicPairs {
 			union++
 		}
@@ -87,8 +95,12 @@ func (d *Detector) Resemblance(key string, a, b []uint64) float64 {
 			}
 		}
 	}
-	if union == 0 {
-		return 1
+	resemblance, jaccard = 1, 1
+	if union > 0 {
+		resemblance = float64(inter) / float64(union)
 	}
-	return float64(inter) / float64(union)
+	if inter+all > 0 {
+		jaccard = float64(inter) / float64(inter+all)
+	}
+	return resemblance, jaccard
 }
