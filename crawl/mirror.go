@@ -80,8 +80,14 @@ func (m *mirrorRules) skipLeased(it *frontier.Item) (attempt, bool) {
 		if queued != nil {
 			pushed = append(pushed, *queued)
 		}
-		if err != nil || !usable || !m.det.Skip(key) {
+		if err != nil || !usable {
 			return err
+		}
+		if short, err := m.tooShort(tx, key, cpID); err != nil || short {
+			return err
+		}
+		if !m.det.Skip(key) {
+			return nil
 		}
 		skipped = true
 		return m.recordLeased(tx, it, key, cp, cpID)
@@ -167,6 +173,17 @@ func (m *mirrorRules) skipLink(ct *commitTx, cu string, via *storage.Page) (skip
 	if err != nil || !usable {
 		return false, false, err
 	}
+	if short, err := m.tooShort(ct.tx, key, cpID); err != nil || short {
+		if err != nil {
+			return false, false, err
+		}
+		// Fetched, outside the verification stream (not a random pick).
+		item, ok, err := m.e.follow(ct.tx, cu, via.Depth+1, via.URL)
+		if ok {
+			ct.queue(item)
+		}
+		return true, false, err
+	}
 	if !m.det.Skip(key) {
 		return false, true, nil
 	}
@@ -174,6 +191,20 @@ func (m *mirrorRules) skipLink(ct *commitTx, cu string, via *storage.Page) (skip
 		return false, false, err
 	}
 	return true, false, m.saveCandidate(ct.tx, key)
+}
+
+// tooShort reports whether counterpart cpID, fetched, is too short to
+// represent its copy under candidate key once the candidate's systematic
+// differences are added (mirror.Detector.Represents): the copy is fetched.
+func (m *mirrorRules) tooShort(tx Tx, key string, cpID uint64) (bool, error) {
+	rec, err := tx.GetPage(cpID)
+	if err == storage.ErrNotFound {
+		return false, nil // queued: checked when it is fetched (sampleWaiting)
+	}
+	if err != nil {
+		return false, err
+	}
+	return hasContent(rec) && !m.det.Represents(key, rec.Words), nil
 }
 
 // content feeds the detector a page with content: the pair's link evidence,
@@ -452,16 +483,24 @@ func (m *mirrorRules) onDecided(key string) {
 // fetched, each such sample is a comparison. (Copies are sampled only against
 // fetched counterparts; sampled against queued ones, many turn out to be
 // paths the original lacks and prove nothing.)
+//
+// It also queues the copies waiting on p that p is too short to represent
+// (tooShort), and all of them under a mirror whose skipping the loss monitor
+// stopped.
 func (m *mirrorRules) sampleWaiting(ct *commitTx, p *storage.Page) error {
-	if !hasContent(p) || !m.det.WantsSamples(p.URL) {
+	if !hasContent(p) {
 		return nil
 	}
 	deps, err := ct.tx.Dependents(p.URL)
-	if err != nil {
+	if err != nil || len(deps) == 0 {
 		return err
 	}
 	for _, d := range deps {
 		key, ok := m.det.SampleKey(d.URL, p.URL)
+		sample := ok
+		if !ok {
+			key, ok = m.unrepresented(d.URL, p)
+		}
 		if !ok {
 			continue
 		}
@@ -476,10 +515,27 @@ func (m *mirrorRules) sampleWaiting(ct *commitTx, p *storage.Page) error {
 		// SampleKey saw the count under the cap.
 		if ok {
 			ct.queue(it)
-			m.det.WantSample(key)
+			if sample {
+				m.det.WantSample(key)
+			}
 		}
 	}
 	return nil
+}
+
+// unrepresented returns the candidate under which copy u waits on page p
+// when p will not stand for it: the candidate's skipping was stopped, or p is
+// too short (mirror.Detector.Represents).
+func (m *mirrorRules) unrepresented(u string, p *storage.Page) (string, bool) {
+	for _, cp := range m.det.Counterparts(u) {
+		if cp.URL != p.URL {
+			continue
+		}
+		if m.det.Halted(cp.Key) || !m.det.Represents(cp.Key, p.Words) {
+			return cp.Key, true
+		}
+	}
+	return "", false
 }
 
 // samePage reports (match) whether the crawler's duplicate decision calls p (parsed
@@ -538,7 +594,7 @@ func (m *mirrorRules) requeueSkipped(key string) {
 	}
 	e := m.e
 	n, err := e.queueAll(len(deps), func(tx Tx, i int) (frontier.Item, bool, error) {
-		return e.requeueDependent(tx, deps[i])
+		return e.requeueDependent(tx, deps[i].Dependent)
 	})
 	if err != nil {
 		e.setFatal(err)
@@ -557,20 +613,37 @@ func (m *mirrorRules) verifyStanding(key string) {
 	if !ok {
 		return
 	}
-	var picks []storage.Dependent
-	for _, d := range deps {
-		if !m.det.Skip(key) {
-			picks = append(picks, d)
-		}
-	}
 	e := m.e
-	n, err := e.queueAll(len(picks), func(tx Tx, i int) (frontier.Item, bool, error) {
-		it, ok, err := e.requeueDependent(tx, picks[i])
-		if err != nil || !ok {
-			return it, ok, err
+	n, err := e.queueAllFrom(func(tx Tx) ([]frontier.Item, error) {
+		var items []frontier.Item
+		for _, d := range deps {
+			// Copies their counterparts are too short to represent are
+			// fetched (outside the stream); one in VerifyEvery of the rest
+			// is a verification pick.
+			short, err := m.tooShort(tx, key, d.cpID)
+			if err != nil {
+				return nil, err
+			}
+			verify := !short && !m.det.Skip(key)
+			if !short && !verify {
+				continue
+			}
+			it, ok, err := e.requeueDependent(tx, d.Dependent)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+			if verify {
+				it.Verify = true
+				if err := tx.PutQueue(it); err != nil {
+					return nil, err
+				}
+			}
+			items = append(items, it)
 		}
-		it.Verify = true
-		return it, true, tx.PutQueue(it)
+		return items, nil
 	})
 	if err != nil {
 		e.setFatal(err)
@@ -581,16 +654,23 @@ func (m *mirrorRules) verifyStanding(key string) {
 	}
 }
 
+// skippedCopy is a URL skipped under a mirror candidate and its
+// counterpart's page id.
+type skippedCopy struct {
+	storage.Dependent
+	cpID uint64
+}
+
 // skippedUnder returns the URLs skipped in favour of candidate key's
 // counterparts, and its mirror mapping.
-func (m *mirrorRules) skippedUnder(key string) ([]storage.Dependent, mirror.Mapping, bool) {
+func (m *mirrorRules) skippedUnder(key string) ([]skippedCopy, mirror.Mapping, bool) {
 	c, ok := m.det.Candidate(key)
 	if !ok {
 		return nil, mirror.Mapping{}, false
 	}
 	e := m.e
 	mp := c.MirrorMapping()
-	var deps []storage.Dependent
+	var deps []skippedCopy
 	collect := func(p *storage.Page) error {
 		if p.Class != storage.ClassMirrorSkipped {
 			return nil
@@ -598,7 +678,7 @@ func (m *mirrorRules) skippedUnder(key string) ([]storage.Dependent, mirror.Mapp
 		// Only the URLs skipped in favour of this mapping's counterparts:
 		// another candidate over the same prefix may be sound.
 		if cp, under := mp.Apply(p.URL); under && cp == p.DuplicateOf {
-			deps = append(deps, storage.Dependent{ID: p.ID, URL: p.URL, Depth: p.Depth, Via: p.Via, Seen: p.ID != 0})
+			deps = append(deps, skippedCopy{storage.Dependent{ID: p.ID, URL: p.URL, Depth: p.Depth, Via: p.Via, Seen: p.ID != 0}, p.OriginalID})
 		}
 		return nil
 	}

@@ -28,8 +28,9 @@ const (
 // diffCounts counts, for one candidate, the pairs whose difference held each
 // shingle.
 type diffCounts struct {
-	pairs  int
-	counts map[uint64]uint16
+	pairs      int
+	counts     map[uint64]uint16
+	systematic int // shingles whose count reached SystematicPairs
 }
 
 // Resemblance returns the Jaccard similarity of two pages' shingle sets a and
@@ -92,6 +93,9 @@ func (d *Detector) Similarities(key string, a, b []uint64) (resemblance, jaccard
 		for _, v := range diff {
 			if n, ok := dc.counts[v]; ok || len(dc.counts) < systematicMax {
 				dc.counts[v] = min(n+1, SystematicPairs)
+				if n+1 == SystematicPairs {
+					dc.systematic++
+				}
 			}
 		}
 	}
@@ -103,4 +107,25 @@ func (d *Detector) Similarities(key string, a, b []uint64) (resemblance, jaccard
 		jaccard = float64(inter) / float64(inter+all)
 	}
 	return resemblance, jaccard
+}
+
+// Represents reports whether a page of the given number of words still
+// represents its copy under candidate key (plain Jaccard at least
+// Represented) when the two differ by the candidate's systematic differences
+// alone. A copy that drops r of the page's w shingles and adds a, with
+// r + a <= s (the candidate's systematic shingles), is at
+// (w - r) / (w + a) >= (w - s) / w: at least Represented when w >= 5s at
+// 0.80, whichever side a banner or footer is on. Resemblance discounts
+// the banner, so such a page matches; skipping its copy would lose the copy's
+// text all the same. The caller fetches such copies instead of skipping them:
+// a signal before the request, from the counterpart's length and what the
+// candidate's compared pairs showed.
+func (d *Detector) Represents(key string, words int) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dc := d.diffs[key]
+	if dc == nil || dc.systematic == 0 {
+		return true
+	}
+	return float64(words-dc.systematic) >= Represented*float64(words)
 }
