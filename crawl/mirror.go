@@ -552,20 +552,23 @@ func (m *mirrorRules) unrepresented(u string, p *storage.Page) (string, bool) {
 // loss monitor's event).
 func (m *mirrorRules) samePage(key string, p *storage.Page, doc *parse.Document, rec *storage.Page) (match, lost bool, err error) {
 	if p.SHA256 != "" && p.SHA256 == rec.SHA256 {
+		m.det.Identical(key)
 		return true, false, nil
 	}
-	if (p.Class.Duplicate() && p.OriginalID == rec.ID) || (rec.Class.Duplicate() && rec.OriginalID == p.ID) {
-		return true, false, nil
-	}
+	// One recorded as the other's duplicate matches; their text is compared
+	// all the same, for the loss monitor and the pair's typical difference
+	// (mirror.Detector.Represents).
+	recorded := (p.Class.Duplicate() && p.OriginalID == rec.ID) || (rec.Class.Duplicate() && rec.OriginalID == p.ID)
 	e := m.e
 	text, err := e.st.Text(e.sctx, rec.ID)
 	if err != nil {
 		if errors.Is(err, storage.ErrDamaged) {
-			return false, false, nil // unreadable: no evidence either way
+			return recorded, false, nil // unreadable: no evidence either way
 		}
 		return false, false, err
 	}
 	if text == doc.Text && (!e.o.Parse.TitleTokens || rec.Title == doc.Title) {
+		m.det.Identical(key)
 		return true, false, nil // the same token stream: J = 1 without shingling
 	}
 	mine := doc.Tokens
@@ -574,7 +577,7 @@ func (m *mirrorRules) samePage(key string, p *storage.Page, doc *parse.Document,
 	}
 	theirs := e.storedTokens(nil, rec.Title, text)
 	r, j := m.det.Similarities(key, e.det.Shingles(mine, nil), e.det.Shingles(theirs, nil))
-	return r >= e.det.Options().Threshold, j < mirror.Represented, nil
+	return recorded || r >= e.det.Options().Threshold, j < mirror.Represented, nil
 }
 
 func (m *mirrorRules) saveCandidate(tx EvidenceLog, key string) error {

@@ -30,7 +30,8 @@ const (
 type diffCounts struct {
 	pairs      int
 	counts     map[uint64]uint16
-	systematic int // shingles whose count reached SystematicPairs
+	systematic int   // shingles whose count reached SystematicPairs
+	sizes      []int // the tracked pairs' differences, in shingles
 }
 
 // Resemblance returns the Jaccard similarity of two pages' shingle sets a and
@@ -88,6 +89,9 @@ func (d *Detector) Similarities(key string, a, b []uint64) (resemblance, jaccard
 			union++
 		}
 	}
+	if len(dc.sizes) < systematicTrack {
+		dc.sizes = append(dc.sizes, len(diff))
+	}
 	if dc.pairs < systematicTrack {
 		dc.pairs++
 		for _, v := range diff {
@@ -111,11 +115,13 @@ func (d *Detector) Similarities(key string, a, b []uint64) (resemblance, jaccard
 
 // Represents reports whether a page of the given number of words still
 // represents its copy under candidate key (plain Jaccard at least
-// Represented) when the two differ by the candidate's systematic differences
-// alone. A copy that drops r of the page's w shingles and adds a, with
-// r + a <= s (the candidate's systematic shingles), is at
-// (w - r) / (w + a) >= (w - s) / w: at least Represented when w >= 5s at
-// 0.80, whichever side a banner or footer is on. Resemblance discounts
+// Represented) when the two differ as the candidate's pairs typically do. A
+// copy that drops r of the page's w shingles and adds a, with r + a <= s,
+// is at (w - r) / (w + a) >= (w - s) / w: at least Represented when w >= 5s
+// at 0.80, whichever side a banner or footer is on. s is the larger of the
+// candidate's systematic shingles and the median difference of its compared
+// pairs (a footer whose time differs on every page is not systematic, but
+// its size is typical of the pair). Resemblance discounts
 // the banner, so such a page matches; skipping its copy would lose the copy's
 // text all the same. The caller fetches such copies instead of skipping them:
 // a signal before the request, from the counterpart's length and what the
@@ -124,8 +130,33 @@ func (d *Detector) Represents(key string, words int) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	dc := d.diffs[key]
-	if dc == nil || dc.systematic == 0 {
+	if dc == nil || len(dc.sizes) < SystematicPairs {
 		return true
 	}
-	return float64(words-dc.systematic) >= Represented*float64(words)
+	sizes := slices.Clone(dc.sizes)
+	slices.Sort(sizes)
+	s := max(dc.systematic, sizes[len(sizes)/2])
+	return float64(words-s) >= Represented*float64(words)
+}
+
+// Identical records a compared pair of candidate key whose pages are the
+// same (payload or text), compared without Resemblance: a difference of 0
+// for Represents' median.
+func (d *Detector) Identical(key string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dc := d.diffs[key]
+	if dc == nil {
+		if d.diffs == nil {
+			d.diffs = map[string]*diffCounts{}
+		}
+		if len(d.diffs) >= systematicCands {
+			return
+		}
+		dc = &diffCounts{counts: map[uint64]uint16{}}
+		d.diffs[key] = dc
+	}
+	if len(dc.sizes) < systematicTrack {
+		dc.sizes = append(dc.sizes, 0)
+	}
 }
