@@ -47,6 +47,9 @@ func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
 	}
 	defer e.recordGiveUps()
 	switch {
+	case a.fetched && it.Sitemap > 0:
+		e.pages.Add(1)
+		e.handleSitemap(it, a.res, a.err)
 	case a.fetched:
 		e.pages.Add(1)
 		p, c := e.page(a)
@@ -100,6 +103,7 @@ func (e *Engine) robotsCheck(ctx context.Context, it *frontier.Item, u *url.URL)
 			e.logCap(it.Host, d)
 		}
 	}
+	e.discoverSitemaps(it, u, rules)
 	switch {
 	case rules.Unavailable():
 		// RFC 9309 2.3.1.3: a 5xx or unreachable robots.txt means the
