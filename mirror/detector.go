@@ -487,6 +487,10 @@ func (d *Detector) Compare(key string, match, verification bool) Event {
 	switch {
 	case c.LLR >= d.t.accept || (truncated && c.LLR > 0):
 		c.Decided, c.Withdrawn = true, false
+		// The verification stream starts with the first URL the decision
+		// would skip, then one in VerifyEvery: a mirror with fewer skips
+		// than VerifyEvery is verified too.
+		c.sinceLastCheck = d.o.VerifyEvery - 1
 		// The mirror is the side of the copy in the duplicate pair that
 		// proposed the candidate (usually the seed fetched second). Later
 		// pairs are no guide: verification samples on an idle mirror are
