@@ -76,7 +76,7 @@ func (m *mirrorRules) skipLeased(it *frontier.Item) (attempt, bool) {
 	err := e.st.Update(e.sctx, func(tx Tx) error {
 		skipped = false
 		pushed = pushed[:0]
-		cpID, usable, queued, err := m.counterpart(tx, cp, it.Depth, it.Via)
+		cpURL, cpID, usable, queued, err := m.counterpart(tx, cp, it.Depth, it.Via)
 		if queued != nil {
 			pushed = append(pushed, *queued)
 		}
@@ -90,7 +90,7 @@ func (m *mirrorRules) skipLeased(it *frontier.Item) (attempt, bool) {
 			return nil
 		}
 		skipped = true
-		return m.recordLeased(tx, it, key, cp, cpID)
+		return m.recordLeased(tx, it, key, cpURL, cpID)
 	})
 	if err != nil {
 		e.setFatal(err)
@@ -126,23 +126,33 @@ func (m *mirrorRules) recordLeased(tx Tx, it *frontier.Item, key, cp string, cpI
 	return m.saveCandidate(tx, key)
 }
 
-// counterpart returns the page id of counterpart cp on a decided mirror's
-// original and whether the copy may be skipped in its favour. An unknown
+// counterpart returns the URL and page id of counterpart cp (or of its other
+// form, mirror.ExtAlternates) on a decided mirror's original and whether the
+// copy may be skipped in its favour. An unknown
 // counterpart is queued now (if in scope) and used; one that failed is not.
 // queued is the new queue entry to push after the commit.
-func (m *mirrorRules) counterpart(tx Tx, cp string, depth int, via string) (uint64, bool, *frontier.Item, error) {
+func (m *mirrorRules) counterpart(tx Tx, cp string, depth int, via string) (string, uint64, bool, *frontier.Item, error) {
 	id, usable, err := counterpartUsable(tx, cp)
 	if err != nil || usable {
-		return id, usable, nil, err
+		return cp, id, usable, nil, err
 	}
 	if _, seen, err := tx.SeenID(cp); err != nil || seen {
-		return 0, false, nil, err // known and failed
+		return cp, 0, false, nil, err // known and failed
+	}
+	// A mapping learnt from a pair of index pages cannot tell whether one
+	// side drops the other's extensions ("a" for "a.html"): a counterpart
+	// known under the other form is the one, rather than a request for a
+	// form the original may not serve.
+	for _, alt := range mirror.ExtAlternates(cp) {
+		if id, ok, err := counterpartUsable(tx, alt); err != nil || ok {
+			return alt, id, ok, nil, err
+		}
 	}
 	it, ok, err := m.e.follow(tx, cp, depth, via)
 	if err != nil || !ok {
-		return 0, false, nil, err
+		return cp, 0, false, nil, err
 	}
-	return it.ID, true, &it, nil
+	return cp, it.ID, true, &it, nil
 }
 
 // skipLink records a newly found link on a decided mirror as mirror_skipped
@@ -166,7 +176,7 @@ func (m *mirrorRules) skipLink(ct *commitTx, cu string, via *storage.Page) (skip
 	if !m.e.inScope(cu) {
 		return false, false, nil
 	}
-	cpID, usable, queued, err := m.counterpart(ct.tx, cp, via.Depth+1, via.URL)
+	cp, cpID, usable, queued, err := m.counterpart(ct.tx, cp, via.Depth+1, via.URL)
 	if queued != nil {
 		ct.queue(*queued)
 	}
