@@ -165,3 +165,22 @@ func (o *oncePerURL) Write(p []byte) (int, error) {
 		o.buf = o.buf[i+1:]
 	}
 }
+
+// ReportDir builds the report of the crawl in dir and hands it to write; a
+// damaged store's error (after the write) says the report shows what could
+// be read.
+func ReportDir(dir string, cfg configs.Config, write func(*report.Data) error) error {
+	db, err := OpenExisting(dir)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	d, err := crawl.Report(db, cfg.Dedup)
+	if err != nil {
+		return err
+	}
+	if err := write(d); err != nil {
+		return err
+	}
+	return DamageError(dir, db, "the report shows what could be read")
+}

@@ -18,7 +18,6 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
 	"github.com/horseshoe-crawler/horseshoe/report"
 	"github.com/horseshoe-crawler/horseshoe/session"
-	"github.com/horseshoe-crawler/horseshoe/storage"
 )
 
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
@@ -85,15 +84,12 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 		if *cdxPath != "" {
 			return usagef("--cdx takes one --data dir")
 		}
-		w, closeOut, err := console.Output(*out, stdout)
-		if err != nil {
+		var n int
+		err := writeOut(*out, stdout, func(w io.Writer) (err error) {
+			n, err = session.MergedExport(w, dirs, *format, filepath.Base(*out), export.JSONLOptions{All: *all, MainTextInText: *mainText},
+				export.WARCOptions{IncludeDuplicates: *includeDups, Software: "Horseshoe/" + version})
 			return err
-		}
-		n, err := session.MergedExport(w, dirs, *format, filepath.Base(*out), export.JSONLOptions{All: *all, MainTextInText: *mainText},
-			export.WARCOptions{IncludeDuplicates: *includeDups, Software: "Horseshoe/" + version})
-		if cerr := closeOut(); err == nil {
-			err = cerr
-		}
+		})
 		if err != nil {
 			return asUsage(err)
 		}
@@ -144,43 +140,26 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	emit := func(d *report.Data) error {
+		return writeOut(*out, stdout, func(w io.Writer) error { return write(w, d) })
+	}
 	if len(dirs) > 1 {
 		d, err := session.MergedReport(dirs, cfg)
 		if err != nil {
 			return asUsage(err)
 		}
-		w, closeOut, err := console.Output(*out, stdout)
-		if err != nil {
-			return err
-		}
-		err = write(w, d)
-		if cerr := closeOut(); err == nil {
-			err = cerr
-		}
-		return err
+		return emit(d)
 	}
-	data := &dirs.or("./crawl-data")[0]
-	db, err := session.OpenExisting(*data)
-	if err != nil {
-		return asUsage(err)
-	}
-	defer db.Close()
-	if err := writeReport(db, cfg, write, *out, stdout); err != nil {
-		return err
-	}
-	return session.DamageError(*data, db, "the report shows what could be read")
+	return asUsage(session.ReportDir(dirs.or("./crawl-data")[0], cfg, emit))
 }
 
-func writeReport(db *storage.DB, cfg configs.Config, write func(io.Writer, *report.Data) error, out string, stdout io.Writer) error {
-	d, err := crawl.Report(db, cfg.Dedup)
-	if err != nil {
-		return asUsage(err)
-	}
+// writeOut writes to out (console.Output: a file, or stdout for "" and "-").
+func writeOut(out string, stdout io.Writer, fn func(io.Writer) error) error {
 	w, closeOut, err := console.Output(out, stdout)
 	if err != nil {
 		return err
 	}
-	err = write(w, d)
+	err = fn(w)
 	if cerr := closeOut(); err == nil {
 		err = cerr
 	}
@@ -253,13 +232,8 @@ func runDemo(ctx context.Context, webDir, dataDir string, stdout, stderr io.Writ
 	if err := (crawlRun{logger: console.NewLogger(stderr, true), stdout: stdout}).crawl(ctx, cfg, dataDir, seeds, sharedFlags{}); err != nil {
 		return asUsage(err)
 	}
-	db, err := storage.Open(dataDir, storage.Options{})
-	if err != nil {
-		return err
-	}
-	defer db.Close()
 	fmt.Fprintln(stdout)
-	if err := writeReport(db, cfg, report.WriteText, "", stdout); err != nil {
+	if err := asUsage(session.ReportDir(dataDir, cfg, func(d *report.Data) error { return report.WriteText(stdout, d) })); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "\nThe crawl is in %s. Try:\n  crawler report --data %s --format html --out report.html\n  crawler export --data %s --format jsonl --out pages.jsonl\n",
