@@ -208,6 +208,7 @@ func EngineOptions(cfg configs.Config) Options {
 		FollowNofollow:     cfg.Crawl.FollowNofollow,
 		SkipDuplicateLinks: cfg.Crawl.SkipDuplicateLinks,
 		Sitemaps:           cfg.Crawl.Sitemaps,
+		CanonicalHints:     cfg.Crawl.CanonicalHints,
 		ObeyRobots:         cfg.Politeness.ObeyRobots,
 		RobotsAgent:        cfg.Fetch.RobotsAgent,
 		RobotsRetry:        cfg.Politeness.RobotsRetry.D(),
