@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/frontier"
+	"github.com/horseshoe-crawler/horseshoe/report"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
 
@@ -37,6 +38,9 @@ const (
 	// the host's record, to be queued if its hints are withdrawn).
 	maxHeldPerHost = 10000
 )
+
+// aliasMethod is the method of an alias's skip record.
+const aliasMethod = "canonical"
 
 // aliasIndexes are the file names that stand for their directory.
 var aliasIndexes = []string{"index.html", "index.htm", "index.php", "default.aspx", "default.asp", "default.htm"}
@@ -167,7 +171,7 @@ func (ct *commitTx) holdAlias(cu, c string, cID uint64, via *storage.Page) error
 	rec := &storage.Page{
 		URL: cu, Host: frontier.HostKey(cu), Depth: via.Depth + 1, Via: via.URL,
 		Class: storage.ClassMirrorSkipped, DuplicateOf: c, OriginalID: cID,
-		Method: "canonical", FetchedAt: time.Now().UTC(),
+		Method: aliasMethod, FetchedAt: time.Now().UTC(),
 	}
 	if err := ct.tx.AddDependent(c, storage.Dependent{ID: cID, URL: cu, Depth: via.Depth + 1, Via: via.URL}); err != nil {
 		return err
@@ -327,4 +331,39 @@ func sitemapAlias(tx Tx, cu string) error {
 		return err
 	}
 	return tx.PutEvidence("alias", key, aliasHint{Canonical: cu, Source: "sitemap"})
+}
+
+// aliasReport is the report's account of the canonical hints: nil when none
+// was used or checked.
+func aliasReport(db *storage.DB) (*report.Aliases, error) {
+	a := &report.Aliases{Distrusted: []report.HostNote{}}
+	err := db.ForEachSkipped(func(p *storage.Page) error {
+		if p.Method == aliasMethod {
+			a.RequestsSaved++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = db.ForEachEvidence("alias_host", func(host string, v []byte) error {
+		var hs aliasHost
+		if err := json.Unmarshal(v, &hs); err != nil {
+			return fmt.Errorf("alias_host record %s: %w", host, err)
+		}
+		a.Withdrawn += hs.Withdrawn
+		a.ClaimsChecked += hs.Checked
+		a.ClaimsWrong += hs.Wrong
+		if hs.Distrusted {
+			a.Distrusted = append(a.Distrusted, report.HostNote{Host: host, Kind: "canonical_distrusted", Detail: hs.Reason})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if a.RequestsSaved+a.Withdrawn+a.ClaimsChecked+a.ClaimsWrong+len(a.Distrusted) == 0 {
+		return nil, nil
+	}
+	return a, nil
 }

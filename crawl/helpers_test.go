@@ -314,6 +314,7 @@ type crawlResult struct {
 	Mirrors  []report.Mirror          // the report's mirrors
 	Notes    []report.HostNote        // the report's host notes
 	Pages    map[string]*storage.Page // by canonical URL
+	Skipped  map[string]*storage.Page // skip records (mirror_skipped without a page id), by URL
 	GiveUps  map[string]string        // host given up -> reason (frontier or stored evidence)
 	Requests int64
 	Elapsed  time.Duration
@@ -397,6 +398,10 @@ func runCrawl(tb testing.TB, cfg crawlConfig, seeds ...string) crawlResult {
 		return nil
 	}); err != nil {
 		tb.Fatalf("ForEachPage: %v", err)
+	}
+	res.Skipped = map[string]*storage.Page{}
+	if err := db.ForEachSkipped(func(p *storage.Page) error { res.Skipped[p.URL] = p; return nil }); err != nil {
+		tb.Fatalf("ForEachSkipped: %v", err)
 	}
 	res.Hints = map[string]crawl.SitemapHint{}
 	if err := crawl.SitemapHints(db, func(h crawl.SitemapHint) error { res.Hints[h.URL] = h; return nil }); err != nil {

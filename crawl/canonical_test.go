@@ -1,0 +1,225 @@
+package crawl_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/crawl"
+	"github.com/horseshoe-crawler/horseshoe/storage"
+)
+
+func TestAliasKey(t *testing.T) {
+	tests := []struct{ a, b string }{
+		{"http://example.com/a", "https://example.com/a"},
+		{"http://www.example.com/a", "http://example.com/a"},
+		{"http://Example.COM:80/a", "https://example.com:443/a"},
+		{"http://example.com/dir/index.html", "http://example.com/dir/"},
+		{"http://example.com/dir/index.htm", "http://example.com/dir"},
+		{"http://example.com/dir/Default.aspx", "http://example.com/dir/"},
+		{"http://example.com/index.php", "http://example.com/"},
+		{"http://example.com/", "http://example.com"},
+		{"http://example.com/a/?q=1", "https://www.example.com/a?q=1"},
+		{"http://example.com/a#x", "http://example.com/a"},
+	}
+	for _, tt := range tests {
+		if ka, kb := crawl.AliasKey(tt.a), crawl.AliasKey(tt.b); ka != kb {
+			t.Errorf("AliasKey(%s) = %q, AliasKey(%s) = %q: want one key", tt.a, ka, tt.b, kb)
+		}
+	}
+	apart := []struct{ a, b string }{
+		{"http://example.com/a", "http://example.com/b"},
+		{"http://example.com/a", "http://example.org/a"},
+		{"http://example.com/a", "http://example.com:8080/a"},
+		{"http://example.com/a?q=1", "http://example.com/a?q=2"},
+		{"http://example.com/a", "http://example.com/a?q=1"},
+		{"http://www2.example.com/a", "http://example.com/a"},
+		{"http://example.com/dir/main.html", "http://example.com/dir/"},
+		{"http://example.com/dir/notindex.html", "http://example.com/dir/not"},
+	}
+	for _, tt := range apart {
+		if ka, kb := crawl.AliasKey(tt.a), crawl.AliasKey(tt.b); ka == kb {
+			t.Errorf("AliasKey(%s) = AliasKey(%s) = %q: want different keys", tt.a, tt.b, ka)
+		}
+	}
+}
+
+// aliasSite serves one site under two names (site.test and www.site.test,
+// one server: virtual hosts). canonical gives the canonical URL each path
+// declares ("" none); header says whether it is declared in the HTTP Link
+// header instead of the HTML; links the links of each path.
+func aliasSite(t *testing.T, log *hitLog, pages map[string][]string, canonical func(base, path string) string, header func(path string) bool) (base, www string, res *fakeResolver) {
+	t.Helper()
+	var srvBase string
+	s := &site{Dynamic: func(path string, _ int) (page, bool) {
+		links, ok := pages[path]
+		if !ok {
+			return page{}, false
+		}
+		var p page
+		head := ""
+		if c := canonical(srvBase, path); c != "" {
+			if header(path) {
+				p.Header = http.Header{"Link": {fmt.Sprintf(`<%s>; rel="canonical"`, c)}}
+			} else {
+				head = fmt.Sprintf(`<link rel="canonical" href="%s">`, c)
+			}
+		}
+		name := strings.NewReplacer("/", "p", ".", "d").Replace(path)
+		p.Body = htmlPage("page"+name, head, links...)
+		return p, true
+	}}
+	srv := startServer(t, "127.0.0.2", s.handler(), log)
+	srvBase = srv.Base("site.test")
+	res = &fakeResolver{Names: map[string][]string{"site.test": {srv.IP}, "www.site.test": {srv.IP}}}
+	return srvBase, srv.Base("www.site.test"), res
+}
+
+// aliasHits counts the requests for pages other than robots.txt by Host.
+func aliasHits(log *hitLog, host string) []string {
+	var out []string
+	for _, h := range log.all() {
+		if strings.HasPrefix(h.Host, host+":") && h.Path != "/robots.txt" {
+			out = append(out, h.Path)
+		}
+	}
+	return out
+}
+
+// TestCanonicalAliasesSaved: a site served under site.test and
+// www.site.test whose pages name their site.test form canonical (in the
+// HTML, or in a Link header) and link to their own and each other's other
+// forms (www., index.html, a trailing slash): no alias is requested, every
+// page is fetched, and the report counts what the hints saved.
+func TestCanonicalAliasesSaved(t *testing.T) {
+	var log hitLog
+	var www string
+	pages := map[string][]string{}
+	base, www, res := aliasSite(t, &log, pages,
+		func(base, path string) string { return base + strings.TrimSuffix(path, "index.html") },
+		func(path string) bool { return strings.HasSuffix(path, "2") || strings.HasSuffix(path, "4") })
+	pages["/"] = []string{"/p1", "/p2", "/p3", "/p4", "/index.html"}
+	for i := 1; i <= 4; i++ {
+		pages[fmt.Sprintf("/p%d", i)] = []string{
+			www + "/",                      // the home page's www. form
+			www + fmt.Sprintf("/p%d", i),   // its own www. form
+			base + fmt.Sprintf("/p%d/", i), // its own form with a slash
+		}
+		pages[fmt.Sprintf("/p%d/", i)] = pages[fmt.Sprintf("/p%d", i)]
+	}
+	pages["/index.html"] = pages["/"]
+	r := runCrawl(t, crawlConfig{ScopeAny: true, Resolver: res}, base+"/")
+
+	for _, p := range []string{"/", "/p1", "/p2", "/p3", "/p4"} {
+		if rec := r.page(t, base+p); rec.Class != storage.ClassUnique || rec.Status != 200 {
+			t.Errorf("%s: class %s status %d, want a unique page fetched", p, rec.Class, rec.Status)
+		}
+	}
+	if got := aliasHits(&log, "www.site.test"); len(got) != 0 {
+		t.Errorf("www.site.test requested: %v, want none (every page names its site.test form canonical)", got)
+	}
+	for _, h := range aliasHits(&log, "site.test") {
+		if h == "/index.html" || strings.HasSuffix(h, "/") && h != "/" {
+			t.Errorf("alias %s requested", h)
+		}
+	}
+	// Held: /index.html, www /, www /p1-4, /p1/-/p4/.
+	const want = 10
+	if !strings.Contains(r.Text, fmt.Sprintf("%d requests saved by canonical hints; 0 withdrawn", want)) {
+		t.Errorf("report line, want %d saved, 0 withdrawn:\n%s", want, r.Text)
+	}
+	skip := r.Skipped
+	if c := skip[www+"/p3"]; c == nil || c.DuplicateOf != base+"/p3" || c.Method != "canonical" {
+		t.Errorf("www /p3 recorded %+v, want represented by %s/p3", c, base)
+	}
+}
+
+// TestCanonicalSitemapForm: the sitemap lists /dir/ while a page links
+// /dir/index.html: the listed form is fetched, the other held on it.
+func TestCanonicalSitemapForm(t *testing.T) {
+	var log hitLog
+	var base string
+	s := &site{Dynamic: func(path string, _ int) (page, bool) {
+		switch path {
+		case "/robots.txt":
+			return page{Body: "User-agent: *\nAllow: /\nSitemap: " + base + "/sitemap.txt\n"}, true
+		case "/sitemap.txt":
+			return page{Body: base + "/dir/\n" + base + "/a\n"}, true
+		case "/":
+			return page{Body: htmlPage("home", "", "/a")}, true
+		case "/a":
+			return page{Body: htmlPage("a", "", "/dir/index.html", "/b")}, true
+		case "/b":
+			return page{Body: htmlPage("b", "", "/dir/index.html")}, true
+		case "/dir/", "/dir/index.html":
+			return page{Body: htmlPage("dir", "")}, true
+		}
+		return page{}, false
+	}}
+	srv := startServer(t, "127.0.0.2", s.handler(), &log)
+	base = srv.Base(srv.IP)
+	r := runCrawl(t, crawlConfig{Delay: 30 * time.Millisecond}, base+"/")
+
+	if rec := r.page(t, base+"/dir/"); rec.Status != 200 || rec.Class != storage.ClassUnique {
+		t.Errorf("/dir/: status %d class %s, want fetched", rec.Status, rec.Class)
+	}
+	for _, h := range paths(log.all()) {
+		if h == "/dir/index.html" {
+			t.Errorf("/dir/index.html requested; the sitemap lists /dir/")
+		}
+	}
+	if c := r.Skipped[base+"/dir/index.html"]; c == nil || c.DuplicateOf != base+"/dir/" {
+		t.Errorf("/dir/index.html recorded %+v, want represented by /dir/", c)
+	}
+	if !strings.Contains(r.Text, "1 requests saved by canonical hints") {
+		t.Errorf("report:\n%s", r.Text)
+	}
+}
+
+// TestCanonicalHostile: every page names the home page canonical. The
+// first claim checked (a page that is no duplicate of the home page)
+// distrusts the host's hints, the alias held on them is queued, and every
+// page is fetched.
+func TestCanonicalHostile(t *testing.T) {
+	var log hitLog
+	var www string
+	pages := map[string][]string{}
+	base, www, res := aliasSite(t, &log, pages,
+		func(base, path string) string { return base + "/" },
+		func(string) bool { return false })
+	// The seed /a names the home page canonical before the home page is
+	// fetched, and links its own www. form: held on the home page until
+	// the claim is checked.
+	pages["/a"] = []string{www + "/a", "/"}
+	pages["/"] = []string{"/b", "/c", www + "/b"}
+	pages["/b"] = []string{www + "/c", "/c"}
+	pages["/c"] = []string{www + "/"}
+	r := runCrawl(t, crawlConfig{ScopeAny: true, Resolver: res}, base+"/a")
+
+	// Nothing lost: each page's content fetched, under one name or the
+	// other (/b and www /b are both linked from the home page).
+	for _, p := range []string{"/", "/a", "/b", "/c"} {
+		unique := 0
+		for _, h := range []string{base, www} {
+			if rec := r.Pages[h+p]; rec != nil && rec.Status == 200 && rec.Class == storage.ClassUnique {
+				unique++
+			}
+		}
+		if unique != 1 {
+			t.Errorf("%s: fetched as unique under %d names, want 1", p, unique)
+		}
+	}
+	if rec := r.page(t, www+"/a"); rec.Status != 200 || !rec.Class.Duplicate() {
+		t.Errorf("www /a (held, then withdrawn): status %d class %s, want fetched, a duplicate of /a", rec.Status, rec.Class)
+	}
+	for u, c := range r.Skipped {
+		if c.Method == "canonical" {
+			t.Errorf("%s still held on %s after the host was distrusted", u, c.DuplicateOf)
+		}
+	}
+	if !strings.Contains(r.Text, "0 requests saved by canonical hints; 1 withdrawn, 1 of 1 claims wrong, 1 hosts distrusted") {
+		t.Errorf("report line:\n%s", r.Text)
+	}
+}
