@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -218,7 +219,8 @@ func (ct *commitTx) aliasRecorded(p *storage.Page) error {
 }
 
 // claim checks p's claim that c is its canonical URL, now if c was fetched,
-// else when it is (queued now if new and in scope).
+// else when it is. c is not queued for the check: the canonical link is not
+// a link to follow (an alias held on c queues it).
 func (ct *commitTx) claim(r EvidenceReader, p *storage.Page, c, host string, hs *aliasHost) error {
 	id, seen, err := ct.tx.SeenID(c)
 	if err != nil {
@@ -234,14 +236,6 @@ func (ct *commitTx) claim(r EvidenceReader, p *storage.Page, c, host string, hs 
 		}
 		if err == nil {
 			return nil // fetched without content: no check, no hint
-		}
-	} else if p.Depth+1 <= ct.e.o.MaxDepth && ct.e.inScope(c) {
-		item, queued, err := ct.e.enqueue(ct.tx, c, p.Depth+1, p.URL)
-		if err != nil {
-			return err
-		}
-		if queued {
-			ct.queue(item)
 		}
 	}
 	var cl aliasClaims
@@ -333,11 +327,15 @@ func sitemapAlias(tx Tx, cu string) error {
 	return tx.PutEvidence("alias", key, aliasHint{Canonical: cu, Source: "sitemap"})
 }
 
+// Aliases is what the canonical hints of the crawl did so far (the summary
+// printed after a run): nil when no hint was used or checked.
+func (e *Engine) Aliases() (*report.Aliases, error) { return aliasReport(e.sctx, e.st) }
+
 // aliasReport is the report's account of the canonical hints: nil when none
 // was used or checked.
-func aliasReport(db *storage.DB) (*report.Aliases, error) {
+func aliasReport(ctx context.Context, st Store) (*report.Aliases, error) {
 	a := &report.Aliases{Distrusted: []report.HostNote{}}
-	err := db.ForEachSkipped(func(p *storage.Page) error {
+	err := st.ForEachSkipped(ctx, func(p *storage.Page) error {
 		if p.Method == aliasMethod {
 			a.RequestsSaved++
 		}
@@ -346,7 +344,7 @@ func aliasReport(db *storage.DB) (*report.Aliases, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = db.ForEachEvidence("alias_host", func(host string, v []byte) error {
+	err = st.ForEachEvidence(ctx, "alias_host", func(host string, v []byte) error {
 		var hs aliasHost
 		if err := json.Unmarshal(v, &hs); err != nil {
 			return fmt.Errorf("alias_host record %s: %w", host, err)

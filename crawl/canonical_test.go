@@ -130,6 +130,9 @@ func TestCanonicalAliasesSaved(t *testing.T) {
 	if !strings.Contains(r.Text, fmt.Sprintf("%d requests saved by canonical hints; 0 withdrawn", want)) {
 		t.Errorf("report line, want %d saved, 0 withdrawn:\n%s", want, r.Text)
 	}
+	if a := r.Aliases; a == nil || a.RequestsSaved != want || a.Withdrawn != 0 || len(a.Distrusted) != 0 {
+		t.Errorf("report alias_hints %+v, want %d saved", a, want)
+	}
 	skip := r.Skipped
 	if c := skip[www+"/p3"]; c == nil || c.DuplicateOf != base+"/p3" || c.Method != "canonical" {
 		t.Errorf("www /p3 recorded %+v, want represented by %s/p3", c, base)
@@ -221,5 +224,67 @@ func TestCanonicalHostile(t *testing.T) {
 	}
 	if !strings.Contains(r.Text, "0 requests saved by canonical hints; 1 withdrawn, 1 of 1 claims wrong, 1 hosts distrusted") {
 		t.Errorf("report line:\n%s", r.Text)
+	}
+	if a := r.Aliases; a == nil || len(a.Distrusted) != 1 || a.Distrusted[0].Host != strings.TrimPrefix(base, "http://") ||
+		!strings.Contains(a.Distrusted[0].Detail, "are not duplicates") {
+		t.Errorf("report alias_hints %+v, want %s distrusted: not duplicates", a, base)
+	}
+}
+
+// TestCanonicalManyToOne: more pages than a site can plausibly alias name
+// one URL canonical before it is fetched: the host is distrusted, the
+// aliases held on that URL are queued, and every page is fetched.
+func TestCanonicalManyToOne(t *testing.T) {
+	var log hitLog
+	var www string
+	pages := map[string][]string{"/target": nil}
+	base, www, res := aliasSite(t, &log, pages,
+		func(base, path string) string { return base + "/target" },
+		func(string) bool { return false })
+	var seeds []string
+	for i := 1; i <= 10; i++ {
+		p := fmt.Sprintf("/p%d", i)
+		pages[p] = []string{www + p} // its own www. form: held on /target while trusted
+		seeds = append(seeds, base+p)
+	}
+	r := runCrawl(t, crawlConfig{ScopeAny: true, Resolver: res}, seeds...)
+
+	for i := 1; i <= 10; i++ {
+		p := fmt.Sprintf("/p%d", i)
+		for _, u := range []string{base + p, www + p} {
+			if rec := r.Pages[u]; rec == nil || rec.Status != 200 {
+				t.Errorf("%s not fetched (%+v)", u, rec)
+			}
+		}
+	}
+	if rec := r.page(t, base+"/target"); rec.Status != 200 {
+		t.Errorf("/target: status %d", rec.Status)
+	}
+	if !strings.Contains(r.Text, "0 requests saved by canonical hints") || !strings.Contains(r.Text, "1 hosts distrusted") ||
+		strings.Contains(r.Text, " 0 withdrawn") {
+		t.Errorf("report line, want aliases withdrawn and the host distrusted:\n%s", r.Text)
+	}
+}
+
+// TestCanonicalTargetFails: an alias held on a canonical URL that turns
+// out missing (404) is queued and fetched.
+func TestCanonicalTargetFails(t *testing.T) {
+	var log hitLog
+	var www string
+	pages := map[string][]string{}
+	base, www, res := aliasSite(t, &log, pages,
+		func(base, path string) string { return base + "/gone" },
+		func(string) bool { return false })
+	pages["/a"] = []string{www + "/a"}
+	r := runCrawl(t, crawlConfig{ScopeAny: true, Resolver: res}, base+"/a")
+
+	if rec := r.page(t, base+"/gone"); rec.Status != 404 {
+		t.Errorf("/gone: status %d, want 404 (queued for the alias held on it)", rec.Status)
+	}
+	if rec := r.page(t, www+"/a"); rec.Status != 200 {
+		t.Errorf("www /a: status %d, want fetched once its canonical URL failed", rec.Status)
+	}
+	if strings.Contains(r.Text, "requests saved by canonical hints") && !strings.Contains(r.Text, "0 requests saved by canonical hints") {
+		t.Errorf("report counts a saving:\n%s", r.Text)
 	}
 }

@@ -315,6 +315,7 @@ type crawlResult struct {
 	Notes    []report.HostNote        // the report's host notes
 	Pages    map[string]*storage.Page // by canonical URL
 	Skipped  map[string]*storage.Page // skip records (mirror_skipped without a page id), by URL
+	Aliases  *report.Aliases          // the report's canonical hints
 	GiveUps  map[string]string        // host given up -> reason (frontier or stored evidence)
 	Requests int64
 	Elapsed  time.Duration
@@ -413,6 +414,7 @@ func runCrawl(tb testing.TB, cfg crawlConfig, seeds ...string) crawlResult {
 	}
 	res.Notes = rd.HostNotes
 	res.Mirrors = rd.Mirrors
+	res.Aliases = rd.Aliases
 	var text strings.Builder
 	if err := report.WriteText(&text, rd); err != nil {
 		tb.Fatalf("WriteText: %v", err)

@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -36,7 +37,7 @@ func ReportData(db *storage.DB, filter string, curve []report.CurvePoint) (*repo
 		return nil, err
 	}
 	reportRun(db, d)
-	if d.Aliases, err = aliasReport(db); err != nil {
+	if d.Aliases, err = aliasReport(context.Background(), BadgerStore(db)); err != nil {
 		return nil, err
 	}
 	return d, nil
