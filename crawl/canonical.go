@@ -91,6 +91,7 @@ type aliasHint struct {
 type aliasHost struct {
 	Distrusted bool        `json:"distrusted,omitempty"`
 	Reason     string      `json:"reason,omitempty"`
+	Sampled    bool        `json:"sampled,omitempty"`   // an alias was fetched to check the hints
 	Checked    int         `json:"checked,omitempty"`   // claims checked and confirmed
 	Wrong      int         `json:"wrong,omitempty"`     // claims checked and refuted
 	Withdrawn  int         `json:"withdrawn,omitempty"` // aliases queued when distrusted
@@ -145,6 +146,16 @@ func (ct *commitTx) aliasLink(cu string, via *storage.Page) (done bool, err erro
 	if hs.Distrusted || len(hs.Held) >= maxHeldPerHost || !ct.e.inScope(h.Canonical) || !ct.e.inScope(cu) {
 		return false, nil
 	}
+	if hs.Checked == 0 && !hs.Sampled {
+		// The host's first alias is fetched, as a check of the hints that
+		// no page's claim has checked yet (a page naming itself, a
+		// sitemap's form): checked as if it named the canonical URL.
+		hs.Sampled = true
+		if err := ct.tx.PutEvidence("alias_host", host, hs); err != nil {
+			return false, err
+		}
+		return false, ct.tx.PutEvidence("alias_sample", cu, h)
+	}
 	cpID, usable, err := counterpartUsable(ct.tx, h.Canonical)
 	if err != nil {
 		return false, err
@@ -193,6 +204,10 @@ func (ct *commitTx) aliasRecorded(p *storage.Page) error {
 	if err := ct.checkClaims(r, p); err != nil {
 		return err
 	}
+	sampled, err := ct.checkSample(r, p)
+	if err != nil {
+		return err
+	}
 	if p.Canonical == "" || p.NoIndex {
 		return nil
 	}
@@ -209,13 +224,32 @@ func (ct *commitTx) aliasRecorded(p *storage.Page) error {
 	if err := ct.tx.PutEvidence("alias", AliasKey(c), aliasHint{Canonical: c, Source: "rel"}); err != nil {
 		return err
 	}
-	if c == p.URL || c == p.ServedURL() {
-		return nil
+	if c == p.URL || c == p.ServedURL() || c == sampled {
+		return nil // no claim, or checked as a sample already
 	}
 	if err := ct.tx.PutEvidence("alias", AliasKey(p.URL), aliasHint{Canonical: c, Source: "rel"}); err != nil {
 		return err
 	}
 	return ct.claim(r, p, c, host, &hs)
+}
+
+// checkSample checks the hint that alias p, fetched as its host's sample,
+// stands for the URL returned.
+func (ct *commitTx) checkSample(r EvidenceReader, p *storage.Page) (string, error) {
+	var sample aliasHint
+	b, ok, err := ct.tx.TakeEvidence("alias_sample", p.URL)
+	if err != nil || !ok {
+		return "", err
+	}
+	if err := json.Unmarshal(b, &sample); err != nil {
+		return "", fmt.Errorf("alias_sample record %s: %w", p.URL, err)
+	}
+	host := frontier.HostKey(sample.Canonical)
+	var hs aliasHost
+	if _, err := getJSON(r, "alias_host", host, &hs); err != nil || hs.Distrusted || sample.Canonical == p.URL {
+		return "", err
+	}
+	return sample.Canonical, ct.claim(r, p, sample.Canonical, host, &hs)
 }
 
 // claim checks p's claim that c is its canonical URL, now if c was fetched,

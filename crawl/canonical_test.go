@@ -67,8 +67,9 @@ func aliasSite(t *testing.T, log *hitLog, pages map[string][]string, canonical f
 				head = fmt.Sprintf(`<link rel="canonical" href="%s">`, c)
 			}
 		}
-		name := strings.NewReplacer("/", "p", ".", "d").Replace(path)
-		p.Body = htmlPage("page"+name, head, links...)
+		// One text for the forms of one page (/x, /x/, /x/index.html).
+		name := strings.Trim(strings.TrimSuffix(path, "index.html"), "/")
+		p.Body = htmlPage("page-"+name, head, links...)
 		return p, true
 	}}
 	srv := startServer(t, "127.0.0.2", s.handler(), log)
@@ -91,8 +92,9 @@ func aliasHits(log *hitLog, host string) []string {
 // TestCanonicalAliasesSaved: a site served under site.test and
 // www.site.test whose pages name their site.test form canonical (in the
 // HTML, or in a Link header) and link to their own and each other's other
-// forms (www., index.html, a trailing slash): no alias is requested, every
-// page is fetched, and the report counts what the hints saved.
+// forms (www., index.html, a trailing slash): one alias is requested, as
+// the check of the hints (a duplicate of its canonical URL: confirmed), no
+// other; every page is fetched, and the report counts what the hints saved.
 func TestCanonicalAliasesSaved(t *testing.T) {
 	var log hitLog
 	var www string
@@ -117,21 +119,24 @@ func TestCanonicalAliasesSaved(t *testing.T) {
 			t.Errorf("%s: class %s status %d, want a unique page fetched", p, rec.Class, rec.Status)
 		}
 	}
-	if got := aliasHits(&log, "www.site.test"); len(got) != 0 {
-		t.Errorf("www.site.test requested: %v, want none (every page names its site.test form canonical)", got)
-	}
+	aliases := aliasHits(&log, "www.site.test")
 	for _, h := range aliasHits(&log, "site.test") {
 		if h == "/index.html" || strings.HasSuffix(h, "/") && h != "/" {
-			t.Errorf("alias %s requested", h)
+			aliases = append(aliases, h)
 		}
 	}
-	// Held: /index.html, www /, www /p1-4, /p1/-/p4/.
-	const want = 10
-	if !strings.Contains(r.Text, fmt.Sprintf("%d requests saved by canonical hints; 0 withdrawn", want)) {
-		t.Errorf("report line, want %d saved, 0 withdrawn:\n%s", want, r.Text)
+	// The home page's links are the first to meet a hint: its
+	// /index.html form is the host's check, fetched.
+	if len(aliases) != 1 || aliases[0] != "/index.html" {
+		t.Errorf("aliases requested: %v, want only /index.html (the check of the hints)", aliases)
 	}
-	if a := r.Aliases; a == nil || a.RequestsSaved != want || a.Withdrawn != 0 || len(a.Distrusted) != 0 {
-		t.Errorf("report alias_hints %+v, want %d saved", a, want)
+	// Held: www /, www /p1-4, /p1/-/p4/.
+	const want = 9
+	if !strings.Contains(r.Text, fmt.Sprintf("%d requests saved by canonical hints; 0 withdrawn, 0 of 1 claims wrong, 0 hosts distrusted", want)) {
+		t.Errorf("report line, want %d saved, 0 withdrawn, 1 claim checked:\n%s", want, r.Text)
+	}
+	if a := r.Aliases; a == nil || a.RequestsSaved != want || a.Withdrawn != 0 || a.ClaimsChecked != 1 || len(a.Distrusted) != 0 {
+		t.Errorf("report alias_hints %+v, want %d saved, 1 claim checked", a, want)
 	}
 	skip := r.Skipped
 	if c := skip[www+"/p3"]; c == nil || c.DuplicateOf != base+"/p3" || c.Method != "canonical" {
@@ -139,8 +144,9 @@ func TestCanonicalAliasesSaved(t *testing.T) {
 	}
 }
 
-// TestCanonicalSitemapForm: the sitemap lists /dir/ while a page links
-// /dir/index.html: the listed form is fetched, the other held on it.
+// TestCanonicalSitemapForm: the sitemap lists /d1/ ... /d5/ while a page
+// links /d1/index.html ... : the listed forms are fetched, the other held on
+// them but for the first, fetched as the check of the sitemap's hints.
 func TestCanonicalSitemapForm(t *testing.T) {
 	var log hitLog
 	var base string
@@ -149,15 +155,14 @@ func TestCanonicalSitemapForm(t *testing.T) {
 		case "/robots.txt":
 			return page{Body: "User-agent: *\nAllow: /\nSitemap: " + base + "/sitemap.txt\n"}, true
 		case "/sitemap.txt":
-			return page{Body: base + "/dir/\n" + base + "/a\n"}, true
+			return page{Body: fmt.Sprintf("%[1]s/d1/\n%[1]s/d2/\n%[1]s/d3/\n%[1]s/d4/\n%[1]s/d5/\n%[1]s/a\n", base)}, true
 		case "/":
 			return page{Body: htmlPage("home", "", "/a")}, true
 		case "/a":
-			return page{Body: htmlPage("a", "", "/dir/index.html", "/b")}, true
-		case "/b":
-			return page{Body: htmlPage("b", "", "/dir/index.html")}, true
-		case "/dir/", "/dir/index.html":
-			return page{Body: htmlPage("dir", "")}, true
+			return page{Body: htmlPage("a", "", "/d1/index.html", "/d2/index.html", "/d3/index.html", "/d4/index.html", "/d5/index.html")}, true
+		}
+		if d, ok := strings.CutSuffix(strings.TrimSuffix(path, "index.html"), "/"); ok && len(d) == 3 && d[:2] == "/d" {
+			return page{Body: htmlPage("dir"+d, "")}, true
 		}
 		return page{}, false
 	}}
@@ -165,19 +170,28 @@ func TestCanonicalSitemapForm(t *testing.T) {
 	base = srv.Base(srv.IP)
 	r := runCrawl(t, crawlConfig{Delay: 30 * time.Millisecond}, base+"/")
 
-	if rec := r.page(t, base+"/dir/"); rec.Status != 200 || rec.Class != storage.ClassUnique {
-		t.Errorf("/dir/: status %d class %s, want fetched", rec.Status, rec.Class)
-	}
-	for _, h := range paths(log.all()) {
-		if h == "/dir/index.html" {
-			t.Errorf("/dir/index.html requested; the sitemap lists /dir/")
+	for i := 1; i <= 5; i++ {
+		if rec := r.page(t, fmt.Sprintf("%s/d%d/", base, i)); rec.Status != 200 || rec.Class != storage.ClassUnique {
+			t.Errorf("/d%d/: status %d class %s, want fetched", i, rec.Status, rec.Class)
 		}
 	}
-	if c := r.Skipped[base+"/dir/index.html"]; c == nil || c.DuplicateOf != base+"/dir/" {
-		t.Errorf("/dir/index.html recorded %+v, want represented by /dir/", c)
+	var indexes []string
+	for _, h := range paths(log.all()) {
+		if strings.HasSuffix(h, "/index.html") {
+			indexes = append(indexes, h)
+		}
 	}
-	if !strings.Contains(r.Text, "1 requests saved by canonical hints") {
-		t.Errorf("report:\n%s", r.Text)
+	if len(indexes) != 1 || indexes[0] != "/d1/index.html" {
+		t.Errorf("index.html forms requested: %v, want only /d1/index.html (the check)", indexes)
+	}
+	for i := 2; i <= 5; i++ {
+		u := fmt.Sprintf("%s/d%d/index.html", base, i)
+		if c := r.Skipped[u]; c == nil || c.DuplicateOf != fmt.Sprintf("%s/d%d/", base, i) || c.Method != "canonical" {
+			t.Errorf("%s recorded %+v, want represented by /d%d/", u, c, i)
+		}
+	}
+	if a := r.Aliases; a == nil || a.RequestsSaved != 4 || a.ClaimsChecked != 1 || a.ClaimsWrong != 0 {
+		t.Errorf("report alias_hints %+v, want 4 saved, 1 claim checked", a)
 	}
 }
 
@@ -193,9 +207,11 @@ func TestCanonicalHostile(t *testing.T) {
 		func(base, path string) string { return base + "/" },
 		func(string) bool { return false })
 	// The seed /a names the home page canonical before the home page is
-	// fetched, and links its own www. form: held on the home page until
-	// the claim is checked.
-	pages["/a"] = []string{www + "/a", "/"}
+	// fetched, and links its own www. form (fetched: the host's check)
+	// and its form with a slash: held on the home page until the claim is
+	// checked.
+	pages["/a"] = []string{www + "/a", base + "/a/", "/"}
+	pages["/a/"] = pages["/a"]
 	pages["/"] = []string{"/b", "/c", www + "/b"}
 	pages["/b"] = []string{www + "/c", "/c"}
 	pages["/c"] = []string{www + "/"}
@@ -214,18 +230,22 @@ func TestCanonicalHostile(t *testing.T) {
 			t.Errorf("%s: fetched as unique under %d names, want 1", p, unique)
 		}
 	}
-	if rec := r.page(t, www+"/a"); rec.Status != 200 || !rec.Class.Duplicate() {
-		t.Errorf("www /a (held, then withdrawn): status %d class %s, want fetched, a duplicate of /a", rec.Status, rec.Class)
+	for _, u := range []string{www + "/a", base + "/a/"} {
+		if rec := r.page(t, u); rec.Status != 200 || !rec.Class.Duplicate() {
+			t.Errorf("%s: status %d class %s, want fetched, a duplicate of /a", u, rec.Status, rec.Class)
+		}
 	}
 	for u, c := range r.Skipped {
 		if c.Method == "canonical" {
 			t.Errorf("%s still held on %s after the host was distrusted", u, c.DuplicateOf)
 		}
 	}
-	if !strings.Contains(r.Text, "0 requests saved by canonical hints; 1 withdrawn, 1 of 1 claims wrong, 1 hosts distrusted") {
+	// Withdrawn: /a/, and www / when www /a (linking "/") was fetched
+	// before the home page.
+	if !strings.Contains(r.Text, "0 requests saved by canonical hints;") || !strings.Contains(r.Text, "1 of 1 claims wrong, 1 hosts distrusted") {
 		t.Errorf("report line:\n%s", r.Text)
 	}
-	if a := r.Aliases; a == nil || len(a.Distrusted) != 1 || a.Distrusted[0].Host != strings.TrimPrefix(base, "http://") ||
+	if a := r.Aliases; a == nil || a.Withdrawn < 1 || a.RequestsSaved != 0 || len(a.Distrusted) != 1 || a.Distrusted[0].Host != strings.TrimPrefix(base, "http://") ||
 		!strings.Contains(a.Distrusted[0].Detail, "are not duplicates") {
 		t.Errorf("report alias_hints %+v, want %s distrusted: not duplicates", a, base)
 	}
@@ -275,16 +295,57 @@ func TestCanonicalTargetFails(t *testing.T) {
 	base, www, res := aliasSite(t, &log, pages,
 		func(base, path string) string { return base + "/gone" },
 		func(string) bool { return false })
-	pages["/a"] = []string{www + "/a"}
+	pages["/a"] = []string{www + "/a", base + "/a/"} // the first is the host's check, the second held
+	pages["/a/"] = nil
 	r := runCrawl(t, crawlConfig{ScopeAny: true, Resolver: res}, base+"/a")
 
 	if rec := r.page(t, base+"/gone"); rec.Status != 404 {
 		t.Errorf("/gone: status %d, want 404 (queued for the alias held on it)", rec.Status)
 	}
-	if rec := r.page(t, www+"/a"); rec.Status != 200 {
-		t.Errorf("www /a: status %d, want fetched once its canonical URL failed", rec.Status)
+	if rec := r.page(t, base+"/a/"); rec.Status != 200 {
+		t.Errorf("/a/: status %d, want fetched once its canonical URL failed", rec.Status)
 	}
 	if strings.Contains(r.Text, "requests saved by canonical hints") && !strings.Contains(r.Text, "0 requests saved by canonical hints") {
 		t.Errorf("report counts a saving:\n%s", r.Text)
+	}
+}
+
+// TestCanonicalAliasDiffers: site.test's pages name themselves canonical,
+// but www.site.test is another site with other pages under the same paths:
+// the host's check (its first alias, fetched) is no duplicate, the host is
+// distrusted, and every www. page is fetched.
+func TestCanonicalAliasDiffers(t *testing.T) {
+	var log hitLog
+	var base, www string
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if strings.HasPrefix(r.Host, "www.") {
+			fmt.Fprint(w, htmlPage("other-site"+r.URL.Path, ""))
+			return
+		}
+		links := []string{www + r.URL.Path} // each page links its www. form
+		if r.URL.Path == "/" {
+			links = append(links, "/p1", "/p2", "/p3")
+		}
+		fmt.Fprint(w, htmlPage("site"+r.URL.Path, `<link rel="canonical" href="`+base+r.URL.Path+`">`, links...))
+	})
+	srv := startServer(t, "127.0.0.2", h, &log)
+	base, www = srv.Base("site.test"), srv.Base("www.site.test")
+	res := &fakeResolver{Names: map[string][]string{"site.test": {srv.IP}, "www.site.test": {srv.IP}}}
+	r := runCrawl(t, crawlConfig{ScopeAny: true, Resolver: res}, base+"/")
+
+	for _, p := range []string{"/", "/p1", "/p2", "/p3"} {
+		for _, u := range []string{base + p, www + p} {
+			if rec := r.Pages[u]; rec == nil || rec.Status != 200 || rec.Class != storage.ClassUnique {
+				t.Errorf("%s: %+v, want fetched, unique", u, rec)
+			}
+		}
+	}
+	if a := r.Aliases; a == nil || a.RequestsSaved != 0 || a.ClaimsWrong != 1 || len(a.Distrusted) != 1 {
+		t.Errorf("report alias_hints %+v, want nothing saved, the check wrong, the host distrusted", a)
 	}
 }
