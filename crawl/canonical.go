@@ -35,9 +35,11 @@ const (
 	// maxPendingClaims: more pages than this naming one URL, before it
 	// is fetched, distrust its host.
 	maxPendingClaims = 8
-	// maxHeldPerHost bounds the aliases held back per host (each is in
-	// the host's record, to be queued if its hints are withdrawn).
-	maxHeldPerHost = 10000
+	// maxHeldPerHost bounds the aliases held back per host (each is
+	// listed, to be queued if the host's hints are withdrawn), in
+	// records of heldChunk.
+	maxHeldPerHost = 100000
+	heldChunk      = 100
 )
 
 // aliasMethod is the method of an alias's skip record.
@@ -95,7 +97,7 @@ type aliasHost struct {
 	Checked    int         `json:"checked,omitempty"`   // claims checked and confirmed
 	Wrong      int         `json:"wrong,omitempty"`     // claims checked and refuted
 	Withdrawn  int         `json:"withdrawn,omitempty"` // aliases queued when distrusted
-	Held       []heldAlias `json:"held,omitempty"`
+	Held       int         `json:"held,omitempty"` // aliases held: "alias_held" records host#0, host#1, ...
 }
 
 type heldAlias struct {
@@ -143,7 +145,7 @@ func (ct *commitTx) aliasLink(cu string, via *storage.Page) (done bool, err erro
 	if _, err := getJSON(r, "alias_host", host, &hs); err != nil {
 		return false, err
 	}
-	if hs.Distrusted || len(hs.Held) >= maxHeldPerHost || !ct.e.inScope(h.Canonical) || !ct.e.inScope(cu) {
+	if hs.Distrusted || hs.Held >= maxHeldPerHost || !ct.e.inScope(h.Canonical) || !ct.e.inScope(cu) {
 		return false, nil
 	}
 	if hs.Checked == 0 && !hs.Sampled {
@@ -171,11 +173,25 @@ func (ct *commitTx) aliasLink(cu string, via *storage.Page) (done bool, err erro
 		ct.queue(item)
 		cpID = item.ID
 	}
-	hs.Held = append(hs.Held, heldAlias{URL: cu, Depth: via.Depth + 1, Via: via.URL})
-	if err := ct.tx.PutEvidence("alias_host", host, hs); err != nil {
+	if err := ct.listHeld(r, host, &hs, heldAlias{URL: cu, Depth: via.Depth + 1, Via: via.URL}); err != nil {
 		return false, err
 	}
 	return true, ct.holdAlias(cu, h.Canonical, cpID, via)
+}
+
+// listHeld adds h to the aliases held on host's hints, in records of
+// heldChunk (a host's record stays small).
+func (ct *commitTx) listHeld(r EvidenceReader, host string, hs *aliasHost, h heldAlias) error {
+	key := fmt.Sprintf("%s#%d", host, hs.Held/heldChunk)
+	var held []heldAlias
+	if _, err := getJSON(r, "alias_held", key, &held); err != nil {
+		return err
+	}
+	hs.Held++
+	if err := ct.tx.PutEvidence("alias_held", key, append(held, h)); err != nil {
+		return err
+	}
+	return ct.tx.PutEvidence("alias_host", host, hs)
 }
 
 // holdAlias records alias cu as represented by canonical URL c (id cID).
@@ -332,17 +348,27 @@ func dupGroup(p *storage.Page) uint64 {
 // distrust stops using host's hints and queues the aliases held on them.
 func (ct *commitTx) distrust(host string, hs *aliasHost, reason string) error {
 	hs.Distrusted, hs.Reason = true, reason
-	for _, h := range hs.Held {
-		item, queued, err := ct.e.enqueue(ct.tx, h.URL, h.Depth, h.Via)
-		if err != nil {
+	for c := 0; c*heldChunk < hs.Held; c++ {
+		b, ok, err := ct.tx.TakeEvidence("alias_held", fmt.Sprintf("%s#%d", host, c))
+		if err != nil || !ok {
 			return err
 		}
-		if queued {
-			ct.queue(item)
-			hs.Withdrawn++
+		var held []heldAlias
+		if err := json.Unmarshal(b, &held); err != nil {
+			return fmt.Errorf("alias_held record %s#%d: %w", host, c, err)
+		}
+		for _, h := range held {
+			item, queued, err := ct.e.enqueue(ct.tx, h.URL, h.Depth, h.Via)
+			if err != nil {
+				return err
+			}
+			if queued {
+				ct.queue(item)
+				hs.Withdrawn++
+			}
 		}
 	}
-	hs.Held = nil
+	hs.Held = 0
 	return ct.tx.PutEvidence("alias_host", host, hs)
 }
 

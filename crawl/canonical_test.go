@@ -168,7 +168,7 @@ func TestCanonicalSitemapForm(t *testing.T) {
 	}}
 	srv := startServer(t, "127.0.0.2", s.handler(), &log)
 	base = srv.Base(srv.IP)
-	r := runCrawl(t, crawlConfig{Delay: 30 * time.Millisecond}, base+"/")
+	r := runCrawl(t, crawlConfig{Delay: 100 * time.Millisecond}, base+"/") // the sitemap is read before /a is committed
 
 	for i := 1; i <= 5; i++ {
 		if rec := r.page(t, fmt.Sprintf("%s/d%d/", base, i)); rec.Status != 200 || rec.Class != storage.ClassUnique {
@@ -347,5 +347,43 @@ func TestCanonicalAliasDiffers(t *testing.T) {
 	}
 	if a := r.Aliases; a == nil || a.RequestsSaved != 0 || a.ClaimsWrong != 1 || len(a.Distrusted) != 1 {
 		t.Errorf("report alias_hints %+v, want nothing saved, the check wrong, the host distrusted", a)
+	}
+}
+
+// TestCanonicalManyHeldWithdrawn: more aliases held than one record lists
+// (heldChunk) are all queued when the host is distrusted at the end.
+func TestCanonicalManyHeldWithdrawn(t *testing.T) {
+	var log hitLog
+	var www string
+	const n = 150
+	pages := map[string][]string{"/z": nil}
+	base, www, res := aliasSite(t, &log, pages,
+		func(base, path string) string {
+			if path == "/z" {
+				return base + "/" // the misuse, met last
+			}
+			return base + path
+		},
+		func(string) bool { return false })
+	var home []string
+	for i := 1; i <= n; i++ {
+		p := fmt.Sprintf("/p%d", i)
+		home = append(home, p)
+		pages[p] = []string{www + p}
+	}
+	pages[fmt.Sprintf("/p%d", n)] = append(pages[fmt.Sprintf("/p%d", n)], "/z")
+	pages["/"] = home
+	r := runCrawl(t, crawlConfig{ScopeAny: true, Resolver: res, Timeout: 60 * time.Second}, base+"/")
+
+	for i := 1; i <= n; i++ {
+		if rec := r.Pages[fmt.Sprintf("%s/p%d", www, i)]; rec == nil || rec.Status != 200 {
+			t.Errorf("www /p%d not fetched: %+v", i, rec)
+		}
+	}
+	// One www. page was the host's check (fetched), the others held
+	// (but for a page whose commit came after /z's: a commit may lag its
+	// fetch), more than one record's worth.
+	if a := r.Aliases; a == nil || a.Withdrawn <= 100 || a.Withdrawn > n-1 || a.RequestsSaved != 0 || a.ClaimsWrong != 1 || len(a.Distrusted) != 1 {
+		t.Errorf("report alias_hints %+v, want more than 100 withdrawn", a)
 	}
 }
