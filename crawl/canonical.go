@@ -91,13 +91,13 @@ type aliasHint struct {
 
 // aliasHost is a host's trust in its hints and the aliases held on them.
 type aliasHost struct {
-	Distrusted bool        `json:"distrusted,omitempty"`
-	Reason     string      `json:"reason,omitempty"`
-	Sampled    bool        `json:"sampled,omitempty"`   // an alias was fetched to check the hints
-	Checked    int         `json:"checked,omitempty"`   // claims checked and confirmed
-	Wrong      int         `json:"wrong,omitempty"`     // claims checked and refuted
-	Withdrawn  int         `json:"withdrawn,omitempty"` // aliases queued when distrusted
-	Held       int         `json:"held,omitempty"` // aliases held: "alias_held" records host#0, host#1, ...
+	Distrusted bool   `json:"distrusted,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	Sampled    bool   `json:"sampled,omitempty"`   // an alias was fetched to check the hints
+	Checked    int    `json:"checked,omitempty"`   // claims checked and confirmed
+	Wrong      int    `json:"wrong,omitempty"`     // claims checked and refuted
+	Withdrawn  int    `json:"withdrawn,omitempty"` // aliases queued when distrusted
+	Held       int    `json:"held,omitempty"`      // aliases held: "alias_held" records host#0, host#1, ...
 }
 
 type heldAlias struct {
