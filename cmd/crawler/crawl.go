@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime/debug"
-	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -77,27 +75,13 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	ui := console.NewUI(stderr, cf.quiet)
 	logger := console.NewLogger(ui, cf.quiet)
-	if os.Getenv("GOMEMLIMIT") == "" {
-		// Badger builds its tables on the Go heap; without a soft limit the
-		// heap runs at twice the live data. GOMEMLIMIT overrides.
-		debug.SetMemoryLimit(256 << 20)
+	stopProfile, err := console.StartProcess(cf.cpuProfile)
+	if err != nil {
+		return err
 	}
-	if cf.cpuProfile != "" {
-		f, err := os.Create(cf.cpuProfile)
-		if err != nil {
-			return fmt.Errorf("cannot write CPU profile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("cannot start CPU profile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
-	}
+	defer stopProfile()
 	run := crawlRun{allowPrivate: cf.allowPrivate, serve: cf.serve, ui: ui, logger: logger, stdout: stdout}
-	if cf.shared.redis != "" {
-		return asUsage(run.crawlShared(ctx, cfg, cf.shared, cf.data, seeds))
-	}
-	return asUsage(run.crawl(ctx, cfg, cf.data, seeds))
+	return asUsage(run.crawl(ctx, cfg, cf.data, seeds, cf.shared))
 }
 
 // crawlConfig loads the config file and applies the flags that override it.
@@ -163,8 +147,29 @@ type crawlRun struct {
 	stdout       io.Writer
 }
 
-// crawl runs (or resumes) a crawl in dataDir.
-func (r crawlRun) crawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []string) (err error) {
+// sharedFlags make 'crawler crawl' one worker of a crawl shared through
+// Redis (docs/SCALE.md).
+type sharedFlags struct {
+	redis, name, ca string
+}
+
+// crawl runs (or resumes) a crawl in dataDir; with sf.redis set, as one
+// worker of the shared crawl sf names, keeping what it fetches in dataDir.
+func (r crawlRun) crawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []string, sf sharedFlags) (err error) {
+	var w *session.Worker
+	if sf.redis != "" {
+		if cfg.Mirror.Enabled {
+			// The mirror detector compares pages it finds in its own store and
+			// keeps its decisions in memory: across workers it would see only
+			// the pairs one worker fetched both sides of (docs/SCALE.md).
+			r.logger.Warn("mirror detection is per process: off in a shared crawl (duplicates are still dropped crawl-wide)")
+			cfg.Mirror.Enabled = false
+		}
+		if w, seeds, err = session.JoinShared(ctx, session.SharedOptions{Redis: sf.redis, Name: sf.name, CAFile: sf.ca}, seeds, r.logger); err != nil {
+			return err
+		}
+		defer w.Leave()
+	}
 	sess, err := session.Open(dataDir, cfg, seeds, r.logger)
 	if err != nil {
 		return err
@@ -178,7 +183,13 @@ func (r crawlRun) crawl(ctx context.Context, cfg configs.Config, dataDir string,
 	if err != nil {
 		return err
 	}
-	c, err := sess.Start(cfg, crawl.Env{Policy: &policy, Getenv: os.Getenv, ProgressEvery: r.ui.LogEvery()}, r.logger)
+	env := crawl.Env{Policy: &policy, Getenv: os.Getenv, ProgressEvery: r.ui.LogEvery()}
+	var c *crawl.Crawl
+	if w != nil {
+		c, err = sess.StartShared(cfg, env, w.Shared(sess, r.logger), r.logger)
+	} else {
+		c, err = sess.Start(cfg, env, r.logger)
+	}
 	if errors.Is(err, crawl.ErrBudgetSpent) {
 		fmt.Fprintf(r.stdout, "page budget of %d already spent in %s; nothing to do\n", cfg.Crawl.MaxPages, dataDir)
 		return nil
