@@ -89,6 +89,7 @@ type Crawl struct {
 	FollowNofollow     bool     `yaml:"follow_nofollow"`
 	SkipDuplicateLinks bool     `yaml:"skip_duplicate_links"`
 	Sitemaps           bool     `yaml:"sitemaps"`
+	CanonicalHints     bool     `yaml:"canonical_hints"`
 }
 
 // Politeness holds per-host pacing, robots.txt and back-off.

@@ -109,6 +109,10 @@ func build(cfg configs.Config, db *storage.DB, sh *Shared, env Env, logger *slog
 		eo.Resolver = env.Resolver
 	}
 	if sh != nil {
+		// The canonical hints read-modify-write their records, which a
+		// shared store does not check at the commit: per process, like
+		// mirror detection, and off in a shared crawl (every alias fetched).
+		eo.CanonicalHints = false
 		return buildShared(eo, fo, sh, det, fetcher, robots, logger), nil
 	}
 	fr, err := frontier.New(fo, db, nil, logger.With("system", "frontier"))
@@ -218,6 +222,7 @@ func EngineOptions(cfg configs.Config) Options {
 		FollowNofollow:     cfg.Crawl.FollowNofollow,
 		SkipDuplicateLinks: cfg.Crawl.SkipDuplicateLinks,
 		Sitemaps:           cfg.Crawl.Sitemaps,
+		CanonicalHints:     cfg.Crawl.CanonicalHints,
 		ObeyRobots:         cfg.Politeness.ObeyRobots,
 		RobotsAgent:        cfg.Fetch.RobotsAgent,
 		RobotsRetry:        cfg.Politeness.RobotsRetry.D(),

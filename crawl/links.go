@@ -88,6 +88,12 @@ func (ct *commitTx) links(p *storage.Page, links []string) error {
 				item, ok, err = ct.e.enqueueItem(ct.tx, cu, p.Depth+1, p.URL, true, 0)
 			}
 		} else {
+			if held, err := ct.aliasLink(cu, p); err != nil || held {
+				if err != nil {
+					return err
+				}
+				continue // held back on its canonical URL (canonical.go)
+			}
 			item, ok, err = ct.e.follow(ct.tx, cu, p.Depth+1, p.URL)
 		}
 		if err != nil {
