@@ -8,8 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/configs"
@@ -73,7 +71,7 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return asUsage(err)
 	}
-	token := serveToken(cfg)
+	token := session.ServeToken(cfg)
 	if cf.serve != "" {
 		if err := live.CheckBind(cf.serve, token); err != nil {
 			return usagef("--serve: %v", err)
@@ -212,35 +210,10 @@ func (r crawlRun) crawl(ctx context.Context, cfg configs.Config, dataDir string,
 // once), with its progress, live report and control API, and prints its
 // summary.
 func (r crawlRun) run(ctx context.Context, c *crawl.Crawl, cfg configs.Config, sess *session.Session) error {
-	soft, cancelSoft := context.WithCancel(ctx)
-	defer cancelSoft()
-	hard, cancelHard := context.WithCancel(ctx)
-	defer cancelHard()
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		select {
-		case <-sigs:
-			r.logger.Warn("interrupted: finishing pages in flight (interrupt again to stop at once)")
-			cancelSoft()
-		case <-soft.Done(): // POST /api/stop
-		case <-hard.Done():
-			return
-		}
-		select {
-		case <-sigs:
-		case <-hard.Done():
-			return
-		}
-		r.logger.Warn("stopping now")
-		cancelHard()
-	}()
-	stop := func() {
-		r.logger.Warn("stop asked by the control API: finishing pages in flight (interrupt to stop at once)")
-		cancelSoft()
-	}
-	sv := live.Serving{Addr: r.serve, Token: r.token, Controls: controls(c, sess, stop)}
+	stops, unwatch := console.WatchInterrupts(ctx, r.logger)
+	defer unwatch()
+	stop := func() { stops.Stop("stop asked by the control API") }
+	sv := live.Serving{Addr: r.serve, Token: r.token, Controls: sess.Controls(c, stop)}
 	stopLive, err := live.StartLive(sv, sess.DB, cfg.Dedup, c.Engine.Snapshot, r.logger, r.stdout)
 	if err != nil {
 		return asUsage(err)
@@ -249,11 +222,11 @@ func (r crawlRun) run(ctx context.Context, c *crawl.Crawl, cfg configs.Config, s
 	stopUI := r.ui.Start(ctx, sess.PagesLeft(cfg.Crawl.MaxPages), c.Engine.Snapshot)
 	defer stopUI()
 	start := time.Now()
-	if err := c.Engine.Run(soft, hard); err != nil {
+	if err := c.Engine.Run(stops.Soft, stops.Hard); err != nil {
 		return err
 	}
 	stopUI() // the progress line ends before the summary
 	stopLive()
-	console.WriteSummary(r.stdout, c, soft.Err() != nil, time.Since(start), sess.Dir)
+	console.WriteSummary(r.stdout, c, stops.Soft.Err() != nil, time.Since(start), sess.Dir)
 	return nil
 }

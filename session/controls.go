@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"errors"
@@ -7,28 +7,27 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/configs"
 	"github.com/horseshoe-crawler/horseshoe/crawl"
 	"github.com/horseshoe-crawler/horseshoe/internal/live"
-	"github.com/horseshoe-crawler/horseshoe/session"
 )
 
-// serveToken is the report server's token: HORSESHOE_TOKEN, else serve.token.
-func serveToken(cfg configs.Config) string {
+// ServeToken is the report server's token: HORSESHOE_TOKEN, else serve.token.
+func ServeToken(cfg configs.Config) string {
 	if t := os.Getenv("HORSESHOE_TOKEN"); t != "" {
 		return t
 	}
 	return string(cfg.Serve.Token)
 }
 
-// controls are the control API's actions on crawl c of session sess; stop
+// Controls are the control API's actions on crawl c of the session; stop
 // stops it as the first interrupt does. A worker of a shared crawl (no local
 // frontier) offers status and stop only.
-func controls(c *crawl.Crawl, sess *session.Session, stop func()) *live.Controls {
+func (s *Session) Controls(c *crawl.Crawl, stop func()) *live.Controls {
 	if c.Frontier == nil {
 		return &live.Controls{Stop: stop}
 	}
 	return &live.Controls{
 		AddSeeds: func(urls []string) ([]string, int, error) {
-			seeds, added, err := sess.AddSeeds(urls)
-			var ue *session.UsageError
+			seeds, added, err := s.AddSeeds(urls)
+			var ue *UsageError
 			var se *crawl.SeedError
 			if errors.As(err, &ue) || errors.As(err, &se) {
 				err = &live.RequestError{Err: err}
