@@ -58,6 +58,10 @@ type Page struct {
 	Depth       int       `json:"depth"`
 	FetchedAt   time.Time `json:"fetched_at"`
 	Error       string    `json:"error,omitempty"`
+	// Change is the latest recrawl's change class of the page (Change*
+	// constants); absent when no recrawl visited or found it.
+	Change           string  `json:"change,omitempty"`
+	ChangeSimilarity float64 `json:"change_similarity,omitempty"` // to the previous version
 }
 
 // Mirror is a mapping from a path prefix on one host to a path prefix whose
@@ -161,6 +165,8 @@ type Data struct {
 	// costs, one line each ("000001.vlog: 3 value(s) fail their checksum
 	// ..."); absent when the store is sound.
 	Damage []string `json:"damage,omitempty"`
+	// Changes summarizes the latest recrawl; absent before any.
+	Changes *Changes `json:"changes,omitempty"`
 }
 
 // HostRow is the per-host summary shown in the text and HTML reports.
