@@ -19,7 +19,7 @@ func TestDefaultsArePolite(t *testing.T) {
 	if !strings.Contains(c.Fetch.UserAgent, "Horseshoe") || !strings.Contains(c.Fetch.UserAgent, "http") {
 		t.Errorf("user agent %q must name Horseshoe and a URL", c.Fetch.UserAgent)
 	}
-	if c.Dedup.ShingleWords != 5 || c.Dedup.Samples != 84 || c.Dedup.Filter != "altavista" || c.Dedup.SimhashK != 3 || c.Dedup.Threshold != 0.95 {
+	if c.Dedup.ShingleWords != 5 || c.Dedup.Samples != 84 || c.Dedup.Filter != "altavista" || c.Dedup.SimhashK != 3 || c.Dedup.Threshold != 0.90 {
 		t.Errorf("dedup defaults differ from the seeds: %+v", c.Dedup)
 	}
 }

@@ -159,7 +159,7 @@ func writeFile(tb testing.TB, name, body string) {
 // the error class, one of errorClasses.
 type expect struct {
 	path         string
-	classes      []string
+	classes      []storage.Class
 	errorClasses []string
 	status       int // 0: any
 }
@@ -222,10 +222,10 @@ func TestHostileServers(t *testing.T) {
 		}
 	}
 
-	html := []string{storage.ClassUnique, storage.ClassExact, storage.ClassNear}
+	html := []storage.Class{storage.ClassUnique, storage.ClassExact, storage.ClassNear}
 	sane := append(slices.Clone(html), storage.ClassNotHTML, storage.ClassError)
-	redirect := []string{storage.ClassNotHTML}
-	errClass := []string{storage.ClassError}
+	redirect := []storage.Class{storage.ClassNotHTML}
+	errClass := []storage.Class{storage.ClassError}
 	want := []expect{
 		{"/slow-drip", errClass, []string{fetch.ClassTimeout}, 0},
 		{"/endless", errClass, []string{fetch.ClassTooLarge, fetch.ClassTimeout}, 0},

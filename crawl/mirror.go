@@ -3,6 +3,7 @@ package crawl
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -19,97 +20,111 @@ import (
 // recorded as mirror_skipped instead of fetched, and queued after all if the
 // counterpart fails. One in VerifyEvery such URLs is fetched anyway to keep
 // checking; a verification stream that stops matching withdraws the decision
-// and queues the skipped URLs again.
+// and queues the skipped URLs again. The link side is mirrorLinks (links.go).
 
-// failedRecord reports whether a fetched page cannot stand in for its copies.
-func failedRecord(p *storage.Page) bool {
-	return p.Class == storage.ClassError || p.Class == storage.ClassRobotsDisallowed ||
-		(p.Status >= 300 && p.Status < 400)
+// mirrorActions is what the engine does about mirrors at each step of a
+// page: noMirrors when mirror detection is off, mirrorRules when on.
+type mirrorActions interface {
+	restore() error                                              // reload candidates on resume
+	skipLeased(it *frontier.Item) (attempt, bool)                // record a leased copy instead of fetching it
+	content(ct *commitTx, p *storage.Page, c *pageContent) error // evidence and waiting samples of a page with content
+	failed(ct *commitTx) error                                   // probe the mirror's copies of a failure
+	recorded(ct *commitTx, p *storage.Page) error                // the result of a gap probe
+	committed(ct *commitTx)                                      // act on decisions made or withdrawn, after the commit
 }
 
-// counterpartUsable reports whether counterpart cp is known (queued or
-// fetched) and has not failed. On a decided mirror an unknown counterpart is
-// queued on the original first (mirrorCounterpart), so the copy is fetched
-// only if the original turns out not to have the page.
-func counterpartUsable(tx *storage.Tx, cp string) (uint64, bool, error) {
-	id, seen, err := tx.SeenID(cp)
-	if err != nil || !seen {
-		return 0, false, err
+type noMirrors struct{}
+
+func (noMirrors) restore() error                                       { return nil }
+func (noMirrors) skipLeased(*frontier.Item) (attempt, bool)            { return attempt{}, false }
+func (noMirrors) content(*commitTx, *storage.Page, *pageContent) error { return nil }
+func (noMirrors) failed(*commitTx) error                               { return nil }
+func (noMirrors) recorded(*commitTx, *storage.Page) error              { return nil }
+func (noMirrors) committed(*commitTx)                                  {}
+
+// mirrorRules acts on a mirror detector's candidates and decisions.
+type mirrorRules struct {
+	e   *Engine
+	det *mirror.Detector
+}
+
+func (m *mirrorRules) restore() error {
+	cands, err := restoreEvidence[mirror.Candidate](m.e, "mirror")
+	if err != nil {
+		return fmt.Errorf("mirror evidence: %w", err)
 	}
-	rec, err := tx.GetPage(id)
-	if err == nil && (failedRecord(rec) || rec.Class == storage.ClassMirrorSkipped) {
-		// A counterpart that failed cannot stand in for the copy, nor can
-		// one that was itself skipped (two candidates pointing opposite
-		// ways must not skip each other's pages).
-		return id, false, nil
-	}
-	if err != nil && err != storage.ErrNotFound {
-		return 0, false, err
-	}
-	return id, true, nil
+	return m.det.Restore(cands)
 }
 
 // skipLeased records a leased URL on a decided mirror as mirror_skipped,
 // without a request, when its counterpart is usable. It reports whether it
-// did (the lease is then released).
-func (e *Engine) skipLeased(it *frontier.Item) bool {
-	key, cp, ok := e.o.Mirror.SkipTarget(it.URL)
+// did (the attempt then says how to release the lease).
+func (m *mirrorRules) skipLeased(it *frontier.Item) (attempt, bool) {
+	key, cp, ok := m.det.SkipTarget(it.URL)
 	if !ok {
-		return false
+		return attempt{}, false
 	}
+	e := m.e
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
+	requeue := attempt{settled: true, release: frontier.Outcome{Requeue: true}}
 	if e.fatal() != nil {
-		e.fr.Release(it, frontier.Outcome{Requeue: true})
-		return true
+		return requeue, true
 	}
 	skipped := false
 	var pushed []frontier.Item
-	err := e.db.Update(func(tx *storage.Tx) error {
+	err := e.st.Update(e.sctx, func(tx Tx) error {
 		skipped = false
 		pushed = pushed[:0]
-		cpID, usable, queued, err := e.mirrorCounterpart(tx, cp, it.Depth, it.Via)
-		if err != nil || !usable || !e.o.Mirror.Skip(key) {
-			return err
-		}
+		cpID, usable, queued, err := m.counterpart(tx, cp, it.Depth, it.Via)
 		if queued != nil {
 			pushed = append(pushed, *queued)
 		}
-		rec := &storage.Page{
-			ID: it.ID, URL: it.URL, Host: it.Host, Depth: it.Depth, Via: it.Via,
-			Class: storage.ClassMirrorSkipped, DuplicateOf: cp, OriginalID: cpID, Method: "mirror",
-			FetchedAt: time.Now().UTC(),
-		}
-		if err := tx.PutPage(rec); err != nil {
-			return err
-		}
-		if err := tx.DeleteQueue(it.Host, it.Seq); err != nil {
-			return err
-		}
-		if err := tx.AddDependent(cp, storage.Dependent{ID: it.ID, URL: it.URL, Depth: it.Depth, Via: it.Via, Seen: true}); err != nil {
+		if err != nil || !usable || !m.det.Skip(key) {
 			return err
 		}
 		skipped = true
-		return e.saveCandidate(tx, key)
+		return m.recordLeased(tx, it, key, cp, cpID)
 	})
 	if err != nil {
 		e.setFatal(err)
-		e.fr.Release(it, frontier.Outcome{Requeue: true})
-		return true
+		return requeue, true
 	}
-	if skipped {
-		e.countClass(storage.ClassMirrorSkipped, 1)
-		e.fr.Release(it, frontier.Outcome{})
+	if !skipped {
+		// A verification pick: fetched after all. The counterpart queued
+		// for it is fetched too (it is marked seen: nothing else would
+		// queue it in this run).
 		e.push(pushed)
+		return attempt{}, false
 	}
-	return skipped
+	e.countClass(storage.ClassMirrorSkipped, 1)
+	return attempt{settled: true, pushed: pushed}, true
 }
 
-// mirrorCounterpart returns the page id of counterpart cp on a decided
-// mirror's original and whether the copy may be skipped in its favour. An
-// unknown counterpart is queued now (if in scope) and used; one that failed
-// is not. queued is the new queue entry to push after the commit.
-func (e *Engine) mirrorCounterpart(tx *storage.Tx, cp string, depth int, via string) (uint64, bool, *frontier.Item, error) {
+// recordLeased writes the skip record of a leased copy.
+func (m *mirrorRules) recordLeased(tx Tx, it *frontier.Item, key, cp string, cpID uint64) error {
+	rec := &storage.Page{
+		ID: it.ID, URL: it.URL, Host: it.Host, Depth: it.Depth, Via: it.Via,
+		Class: storage.ClassMirrorSkipped, DuplicateOf: cp, OriginalID: cpID, Method: "mirror",
+		FetchedAt: time.Now().UTC(),
+	}
+	if err := tx.PutPage(rec); err != nil {
+		return err
+	}
+	if err := tx.DeleteQueue(it.Host, it.Seq); err != nil {
+		return err
+	}
+	if err := tx.AddDependent(cp, storage.Dependent{ID: it.ID, URL: it.URL, Depth: it.Depth, Via: it.Via, Seen: true}); err != nil {
+		return err
+	}
+	return m.saveCandidate(tx, key)
+}
+
+// counterpart returns the page id of counterpart cp on a decided mirror's
+// original and whether the copy may be skipped in its favour. An unknown
+// counterpart is queued now (if in scope) and used; one that failed is not.
+// queued is the new queue entry to push after the commit.
+func (m *mirrorRules) counterpart(tx Tx, cp string, depth int, via string) (uint64, bool, *frontier.Item, error) {
 	id, usable, err := counterpartUsable(tx, cp)
 	if err != nil || usable {
 		return id, usable, nil, err
@@ -117,102 +132,110 @@ func (e *Engine) mirrorCounterpart(tx *storage.Tx, cp string, depth int, via str
 	if _, seen, err := tx.SeenID(cp); err != nil || seen {
 		return 0, false, nil, err // known and failed
 	}
-	it, ok, err := e.follow(tx, cp, depth, via)
+	it, ok, err := m.e.follow(tx, cp, depth, via)
 	if err != nil || !ok {
 		return 0, false, nil, err
 	}
 	return it.ID, true, &it, nil
 }
 
-// skipMirrorLink records a newly found link on a decided mirror as
-// mirror_skipped instead of queueing it, when its counterpart is usable.
-// verify reports that the link is a pick of the verification stream: it must
-// be fetched, whatever other rule would skip it.
-func (e *Engine) skipMirrorLink(tx *storage.Tx, cu string, via *storage.Page) (skipped, verify bool, queued *frontier.Item, err error) {
-	key, cp, ok := e.o.Mirror.SkipTarget(cu)
+// skipLink records a newly found link on a decided mirror as mirror_skipped
+// instead of queueing it, when its counterpart is usable. verify reports
+// that the link is a pick of the verification stream: it must be fetched,
+// whatever other rule would skip it.
+func (m *mirrorRules) skipLink(ct *commitTx, cu string, via *storage.Page) (skipped, verify bool, err error) {
+	key, cp, ok := m.det.SkipTarget(cu)
 	if !ok {
-		return false, false, nil, nil
+		return false, false, nil
 	}
-	if _, seen, err := tx.SeenID(cu); err != nil || seen {
-		return false, false, nil, err
+	if _, seen, err := ct.tx.SeenID(cu); err != nil || seen {
+		return false, false, err
 	}
 	// A link skipped already (hub pages are linked from every page) stays
 	// skipped while its counterpart stands: it is counted, and drawn for the
 	// verification stream, once per URL, not once per link to it.
-	if done, err := standingSkip(tx, cu); err != nil || done {
-		return done, false, nil, err
+	if done, err := standingSkip(ct.tx, cu); err != nil || done {
+		return done, false, err
 	}
-	if !e.inScope(cu) {
-		return false, false, nil, nil
+	if !m.e.inScope(cu) {
+		return false, false, nil
 	}
-	cpID, usable, queued, err := e.mirrorCounterpart(tx, cp, via.Depth+1, via.URL)
+	cpID, usable, queued, err := m.counterpart(ct.tx, cp, via.Depth+1, via.URL)
+	if queued != nil {
+		ct.queue(*queued)
+	}
 	if err != nil || !usable {
-		return false, false, queued, err
+		return false, false, err
 	}
-	if !e.o.Mirror.Skip(key) {
-		return false, true, queued, nil
+	if !m.det.Skip(key) {
+		return false, true, nil
 	}
-	if err := e.skip(tx, cu, cp, cpID, via, 0); err != nil {
-		return false, false, nil, err
+	if err := ct.skip(cu, cp, cpID, via, 0); err != nil {
+		return false, false, err
 	}
-	return true, false, queued, e.saveCandidate(tx, key)
+	return true, false, m.saveCandidate(ct.tx, key)
 }
 
-// mirrorEvidence proposes candidates from a duplicate pair and compares the
-// page with its counterparts under every candidate that were fetched before.
-// It returns the keys of decisions withdrawn by the comparison.
-func (e *Engine) mirrorEvidence(tx *storage.Tx, p *storage.Page, doc *parse.Document, links []string) (withdrawn, decided []string, err error) {
-	det := e.o.Mirror
-	if (p.Class == storage.ClassExact || p.Class == storage.ClassNear) && p.DuplicateOf != "" {
-		// The pair's link evidence: do the copy's links map onto the
-		// original's (stored when it was fetched) under the implied prefix
-		// mapping?
+// content feeds the detector a page with content: the pair's link evidence,
+// comparisons with its counterparts, and the copies waiting to be sampled.
+func (m *mirrorRules) content(ct *commitTx, p *storage.Page, c *pageContent) error {
+	if err := m.linkEvidence(ct.tx, p, c.links); err != nil {
+		return err
+	}
+	if err := m.compare(ct, p, c.doc); err != nil {
+		return err
+	}
+	return m.sampleWaiting(ct, p)
+}
+
+// linkEvidence proposes the candidate a duplicate pair implies, with its link
+// evidence; a unique page's links are kept for the link evidence of its
+// later copies.
+func (m *mirrorRules) linkEvidence(tx Tx, p *storage.Page, links []string) error {
+	// The copy's own URL is where it was served from (its links are
+	// resolved against it), as in the link policy.
+	self := p.ServedURL()
+	if p.Class.Duplicate() && p.DuplicateOf != "" {
+		// Do the copy's links map onto the original's (stored when it was
+		// fetched) under the implied prefix mapping?
 		orig, err := tx.GetLinks(p.OriginalID)
 		if err != nil {
-			return nil, nil, err
-		}
-		// The copy's own URL is where it was served from (its links are
-		// resolved against it), as in links().
-		self := p.URL
-		if p.FinalURL != "" {
-			self = p.FinalURL
+			return err
 		}
 		compared, matched := 0, 0
 		if orig != nil {
 			compared, matched = mirror.LinkEvidence(self, p.DuplicateOf, links, orig)
 		}
-		det.ProposeLinks(self, p.DuplicateOf, compared, matched)
+		m.det.ProposeLinks(self, p.DuplicateOf, compared, matched)
 		// Saved whether or not the pair counted: its link evidence did.
-		if m, ok := mirror.Infer(self, p.DuplicateOf); ok && !m.Identity() {
-			if err := e.saveCandidate(tx, mirror.Key(m)); err != nil {
-				return nil, nil, err
-			}
+		if mp, ok := mirror.Infer(self, p.DuplicateOf); ok && !mp.Identity() {
+			return m.saveCandidate(tx, mirror.Key(mp))
 		}
-	} else if p.Class == storage.ClassUnique && p.Status == 200 && len(links) > 0 {
-		// A unique page may become the original of later copies: keep its
-		// links on its own origin for their link evidence.
-		self := p.URL
-		if p.FinalURL != "" {
-			self = p.FinalURL
-		}
-		if err := tx.PutLinks(p.ID, mirror.LinkHashes(self, links)); err != nil {
-			return nil, nil, err
-		}
+		return nil
 	}
-	for _, cp := range det.Counterparts(p.URL) {
-		id, seen, err := tx.SeenID(cp.URL)
+	if p.Class == storage.ClassUnique && p.Status == 200 && len(links) > 0 {
+		return tx.PutLinks(p.ID, mirror.LinkHashes(self, links))
+	}
+	return nil
+}
+
+// compare compares the page with its counterparts under every candidate
+// that were fetched before, and notes the decisions made or withdrawn.
+func (m *mirrorRules) compare(ct *commitTx, p *storage.Page, doc *parse.Document) error {
+	for _, cp := range m.det.Counterparts(p.URL) {
+		id, seen, err := ct.tx.SeenID(cp.URL)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		if !seen {
 			continue
 		}
-		rec, err := tx.GetPage(id)
+		rec, err := ct.tx.GetPage(id)
 		if err == storage.ErrNotFound {
 			continue // queued: compared when it is fetched
 		}
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		if !hasContent(rec) || !hasContent(p) {
 			continue
@@ -222,77 +245,88 @@ func (e *Engine) mirrorEvidence(tx *storage.Tx, p *storage.Page, doc *parse.Docu
 		// Two builds of one site that differ page by page in more than the
 		// near-duplicate threshold allows match on few paths, and the
 		// sequential test rejects them.
-		match, err := e.samePage(cp.Key, p, doc, rec)
+		match, err := m.samePage(cp.Key, p, doc, rec)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
-		switch det.Compare(cp.Key, match, p.Verify || rec.Verify) {
-		case mirror.DecidedNow:
-			c, _ := det.Candidate(cp.Key)
-			m := c.MirrorMapping()
-			kind := "mirror"
-			if c.SameHost() {
-				kind = "replicated prefix"
-			}
-			e.logger.Info(kind+" detected", "copy", m.FromOrigin+m.FromPrefix, "original", m.ToOrigin+m.ToPrefix,
-				"compared", c.Compared, "matched", c.Matched)
-			if !c.SameHost() {
-				decided = append(decided, cp.Key)
-			}
-		case mirror.WithdrawnNow:
-			e.logger.Info("mirror candidate withdrawn: its pages stopped matching; skipped URLs are queued again", "candidate", cp.Key)
-			withdrawn = append(withdrawn, cp.Key)
-		}
-		if err := e.saveCandidate(tx, cp.Key); err != nil {
-			return nil, nil, err
+		m.note(ct, cp.Key, m.det.Compare(cp.Key, match, p.Verify || rec.Verify))
+		if err := m.saveCandidate(ct.tx, cp.Key); err != nil {
+			return err
 		}
 	}
-	det.Observe(p.URL)
-	return withdrawn, decided, nil
+	m.det.Observe(p.URL)
+	return nil
 }
 
-// fetchCopiesOfFailure handles a URL on the original side of a decided
-// mirror that failed: the same path on the mirror may hold the page the
-// original lacks; and the page that linked to the failed URL evidently differs
-// from its copy on the mirror (which may link to more of what the original
-// lacks), so a skipped copy of it is worth fetching too. Both become gap
-// probes, issued as the detector allows.
-func (e *Engine) fetchCopiesOfFailure(tx *storage.Tx, failedURL, via string, depth int) ([]frontier.Item, error) {
+// note logs a comparison's change of decision and keeps it for committed.
+func (m *mirrorRules) note(ct *commitTx, key string, change mirror.Event) {
+	switch change {
+	case mirror.DecidedNow:
+		c, _ := m.det.Candidate(key)
+		mp := c.MirrorMapping()
+		kind := "mirror"
+		if c.SameHost() {
+			kind = "replicated prefix"
+		}
+		m.e.logger.Info(kind+" detected", "copy", mp.FromOrigin+mp.FromPrefix, "original", mp.ToOrigin+mp.ToPrefix,
+			"compared", c.Compared, "matched", c.Matched)
+		if !c.SameHost() {
+			ct.decided = append(ct.decided, key)
+		}
+	case mirror.WithdrawnNow:
+		m.e.logger.Info("mirror candidate withdrawn: its pages stopped matching; skipped URLs are queued again", "candidate", key)
+		ct.withdrawn = append(ct.withdrawn, key)
+	}
+}
+
+// failed handles a URL on the original side of a decided mirror that
+// failed: the same path on the mirror may hold the page the original lacks;
+// and the page that linked to the failed URL evidently differs from its copy
+// on the mirror (which may link to more of what the original lacks), so a
+// skipped copy of it is worth fetching too. Both become gap probes, issued
+// as the detector allows.
+func (m *mirrorRules) failed(ct *commitTx) error {
+	items, err := m.copiesOfFailure(ct.tx, ct.it.URL, ct.it.Via, ct.it.Depth)
+	ct.queue(items...)
+	return err
+}
+
+func (m *mirrorRules) copiesOfFailure(tx Tx, failedURL, via string, depth int) ([]frontier.Item, error) {
 	key := ""
-	if cu, k, ok := e.o.Mirror.CopyOf(failedURL); ok {
+	if cu, k, ok := m.det.CopyOf(failedURL); ok {
 		key = k
-		e.o.Mirror.AddGap(k, mirror.Gap{URL: cu, Via: via, Depth: depth})
+		m.det.AddGap(k, mirror.Gap{URL: cu, Via: via, Depth: depth})
 	}
 	if via != "" {
-		if cv, k, ok := e.o.Mirror.CopyOf(via); ok {
+		if cv, k, ok := m.det.CopyOf(via); ok {
 			key = k
-			e.o.Mirror.AddGap(k, mirror.Gap{URL: cv, Depth: max(depth-1, 0), Linker: true})
+			m.det.AddGap(k, mirror.Gap{URL: cv, Depth: max(depth-1, 0), Linker: true})
 		}
 	}
 	if key == "" {
 		return nil, nil
 	}
-	return e.issueGaps(tx, key)
+	return m.issueGaps(tx, key)
 }
 
 // issueGaps queues the gap probes the detector releases for key.
-func (e *Engine) issueGaps(tx *storage.Tx, key string) ([]frontier.Item, error) {
+func (m *mirrorRules) issueGaps(tx Tx, key string) ([]frontier.Item, error) {
 	var out []frontier.Item
 	// Probes whose URL turns out known already are not sent; draw again
 	// until the released ones are really under way or the backlog is empty.
 	for {
-		gaps := e.o.Mirror.NextGaps(key)
+		gaps := m.det.NextGaps(key)
 		if len(gaps) == 0 {
 			return out, nil
 		}
 		issued := 0
 		for _, g := range gaps {
-			item, ok, err := e.gapItem(tx, g)
+			item, ok, err := m.gapItem(tx, g)
 			if err != nil {
 				return nil, err
 			}
 			if !ok {
-				e.o.Mirror.GapUnissued(key, g.Linker)
+				m.det.GapUnissued(key, g.Linker)
 				continue
 			}
 			issued++
@@ -309,29 +343,68 @@ func (e *Engine) issueGaps(tx *storage.Tx, key string) ([]frontier.Item, error) 
 
 // gapItem queues a gap probe's URL: a new URL, or one whose record says it
 // was skipped as a copy. Anything else is already fetched or queued.
-func (e *Engine) gapItem(tx *storage.Tx, g mirror.Gap) (frontier.Item, bool, error) {
+func (m *mirrorRules) gapItem(tx Tx, g mirror.Gap) (frontier.Item, bool, error) {
 	id, seen, err := tx.SeenID(g.URL)
 	if err != nil {
 		return frontier.Item{}, false, err
 	}
 	if !seen {
-		return e.follow(tx, g.URL, g.Depth, g.Via)
+		return m.e.follow(tx, g.URL, g.Depth, g.Via)
 	}
-	return e.requeueDependent(tx, storage.Dependent{ID: id, URL: g.URL, Depth: g.Depth, Via: g.Via, Seen: true})
+	return m.e.requeueDependent(tx, storage.Dependent{ID: id, URL: g.URL, Depth: g.Depth, Via: g.Via, Seen: true})
 }
 
-// onDecided applies fetchCopiesOfFailure to the failures the original side
-// had before the mirror was decided. Called with commitMu held.
-func (e *Engine) onDecided(key string) {
-	c, ok := e.o.Mirror.Candidate(key)
+// recorded records the outcome of a gap probe (a mirror page fetched
+// because its original lacked something), a hit if it held new content, and
+// issues the probes the result releases.
+func (m *mirrorRules) recorded(ct *commitTx, p *storage.Page) error {
+	v, ok, err := ct.tx.TakeEvidence("gap", p.URL)
+	if err != nil || !ok {
+		return err
+	}
+	var g gapMark
+	if err := json.Unmarshal(v, &g); err != nil {
+		return err
+	}
+	m.det.GapResult(g.Key, g.Linker, p.Class == storage.ClassUnique)
+	if err := m.saveCandidate(ct.tx, g.Key); err != nil {
+		return err
+	}
+	items, err := m.issueGaps(ct.tx, g.Key)
+	ct.queue(items...)
+	return err
+}
+
+// gapMark is stored with a gap probe's URL until its result is in.
+type gapMark struct {
+	Key    string `json:"key"`
+	Linker bool   `json:"linker,omitempty"`
+}
+
+// committed acts on the decisions the page withdrew or made. Called with
+// commitMu held.
+func (m *mirrorRules) committed(ct *commitTx) {
+	for _, key := range ct.withdrawn {
+		m.requeueSkipped(key)
+	}
+	for _, key := range ct.decided {
+		m.onDecided(key)
+	}
+}
+
+// onDecided applies copiesOfFailure to the failures the original side had
+// before the mirror was decided.
+func (m *mirrorRules) onDecided(key string) {
+	c, ok := m.det.Candidate(key)
 	if !ok {
 		return
 	}
+	e := m.e
 	orig := c.MirrorMapping()
 	origHead := orig.ToOrigin + orig.ToPrefix
 	var failed []*storage.Page
-	err := e.db.ForEachPage(func(p *storage.Page) error {
-		if failedRecord(p) && strings.HasPrefix(p.URL, origHead) {
+	err := e.st.ForEachPage(e.sctx, func(p *storage.Page) error {
+		if p.Failed() && strings.HasPrefix(p.URL, origHead) {
 			cp := *p
 			failed = append(failed, &cp)
 		}
@@ -344,26 +417,24 @@ func (e *Engine) onDecided(key string) {
 	if len(failed) == 0 {
 		return
 	}
-	var items []frontier.Item
-	err = e.db.Update(func(tx *storage.Tx) error {
-		items = items[:0]
+	n, err := e.queueAllFrom(func(tx Tx) ([]frontier.Item, error) {
+		var items []frontier.Item
 		for _, p := range failed {
-			got, err := e.fetchCopiesOfFailure(tx, p.URL, p.Via, p.Depth)
+			got, err := m.copiesOfFailure(tx, p.URL, p.Via, p.Depth)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			items = append(items, got...)
 		}
-		return nil
+		return items, nil
 	})
 	if err != nil {
 		e.setFatal(err)
 		return
 	}
-	if len(items) > 0 {
-		e.logger.Info("queued mirror copies of pages the original lacks", "count", len(items), "mirror", orig.FromOrigin+orig.FromPrefix)
+	if n > 0 {
+		e.logger.Info("queued mirror copies of pages the original lacks", "count", n, "mirror", orig.FromOrigin+orig.FromPrefix)
 	}
-	e.push(items)
 }
 
 // sampleWaiting queues, as samples of undecided mirror candidates, copies
@@ -371,67 +442,34 @@ func (e *Engine) onDecided(key string) {
 // fetched, each such sample is a comparison. (Copies are sampled only against
 // fetched counterparts; sampled against queued ones, many turn out to be
 // paths the original lacks and prove nothing.)
-func (e *Engine) sampleWaiting(tx *storage.Tx, p *storage.Page) ([]frontier.Item, error) {
-	if !hasContent(p) || !e.o.Mirror.WantsSamples(p.URL) {
-		return nil, nil
+func (m *mirrorRules) sampleWaiting(ct *commitTx, p *storage.Page) error {
+	if !hasContent(p) || !m.det.WantsSamples(p.URL) {
+		return nil
 	}
-	deps, err := tx.Dependents(p.URL)
+	deps, err := ct.tx.Dependents(p.URL)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var out []frontier.Item
 	for _, d := range deps {
-		key, ok := e.o.Mirror.SampleKey(d.URL, p.URL)
+		key, ok := m.det.SampleKey(d.URL, p.URL)
 		if !ok {
 			continue
 		}
-		if err := tx.DeleteDependent(p.URL, d); err != nil {
-			return nil, err
+		if err := ct.tx.DeleteDependent(p.URL, d); err != nil {
+			return err
 		}
-		it, ok, err := e.requeueDependent(tx, d)
+		it, ok, err := m.e.requeueDependent(ct.tx, d)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		// Counted only when really queued (it may be queued already);
 		// SampleKey saw the count under the cap.
 		if ok {
-			out = append(out, it)
-			e.o.Mirror.WantSample(key)
+			ct.queue(it)
+			m.det.WantSample(key)
 		}
 	}
-	return out, nil
-}
-
-// standingSkip reports whether cu has a skip record whose counterpart can
-// still stand in for it (known, not failed, not skipped itself). A skip whose
-// counterpart failed without queuing it (a dependent lost, as stores written
-// before dependents were keyed by URL could lose them) does not stand: the
-// link is then handled as new.
-func standingSkip(tx *storage.Tx, cu string) (bool, error) {
-	rec, err := tx.GetSkipped(cu)
-	if err != nil || rec == nil {
-		return false, err
-	}
-	_, usable, err := counterpartUsable(tx, rec.DuplicateOf)
-	return usable, err
-}
-
-// comparable reports whether page id was fetched with content that a copy
-// can be compared with.
-func comparable(tx *storage.Tx, id uint64) (bool, error) {
-	rec, err := tx.GetPage(id)
-	if err == storage.ErrNotFound {
-		return false, nil // queued, not fetched yet
-	}
-	if err != nil {
-		return false, err
-	}
-	return hasContent(rec), nil
-}
-
-// hasContent reports whether p holds text a mirror comparison can use.
-func hasContent(p *storage.Page) bool {
-	return p.Status == 200 && p.Words > 0 && isContent(p.Class)
+	return nil
 }
 
 // samePage reports whether the crawler's duplicate decision calls p (parsed
@@ -444,15 +482,15 @@ func hasContent(p *storage.Page) bool {
 // visible text (and the title, with title_tokens); with url_tokens, whose
 // URL tokens the stored text lacks, both sides are compared on their text
 // alone.
-func (e *Engine) samePage(key string, p *storage.Page, doc *parse.Document, rec *storage.Page) (bool, error) {
+func (m *mirrorRules) samePage(key string, p *storage.Page, doc *parse.Document, rec *storage.Page) (bool, error) {
 	if p.SHA256 != "" && p.SHA256 == rec.SHA256 {
 		return true, nil
 	}
-	dup := func(x *storage.Page) bool { return x.Class == storage.ClassExact || x.Class == storage.ClassNear }
-	if (dup(p) && p.OriginalID == rec.ID) || (dup(rec) && rec.OriginalID == p.ID) {
+	if (p.Class.Duplicate() && p.OriginalID == rec.ID) || (rec.Class.Duplicate() && rec.OriginalID == p.ID) {
 		return true, nil
 	}
-	text, err := e.db.Text(rec.ID)
+	e := m.e
+	text, err := e.st.Text(e.sctx, rec.ID)
 	if err != nil {
 		if errors.Is(err, storage.ErrDamaged) {
 			return false, nil // unreadable: no evidence either way
@@ -467,52 +505,26 @@ func (e *Engine) samePage(key string, p *storage.Page, doc *parse.Document, rec 
 		mine = e.storedTokens(nil, doc.Title, doc.Text)
 	}
 	theirs := e.storedTokens(nil, rec.Title, text)
-	j := e.o.Mirror.Resemblance(key, e.det.Shingles(mine, nil), e.det.Shingles(theirs, nil))
+	j := m.det.Resemblance(key, e.det.Shingles(mine, nil), e.det.Shingles(theirs, nil))
 	return j >= e.det.Options().Threshold, nil
 }
 
-func isContent(class string) bool {
-	return class == storage.ClassUnique || class == storage.ClassExact || class == storage.ClassNear
-}
-
-func (e *Engine) saveCandidate(tx *storage.Tx, key string) error {
-	c, ok := e.o.Mirror.Candidate(key)
+func (m *mirrorRules) saveCandidate(tx EvidenceLog, key string) error {
+	c, ok := m.det.Candidate(key)
 	if !ok {
 		return nil
 	}
 	return tx.PutEvidence("mirror", key, c)
 }
 
-// requeueDependent queues a URL that was skipped in favour of a counterpart
-// that has now failed.
-func (e *Engine) requeueDependent(tx *storage.Tx, d storage.Dependent) (frontier.Item, bool, error) {
-	if !d.Seen {
-		return e.enqueue(tx, d.URL, d.Depth, d.Via)
-	}
-	rec, err := tx.GetPage(d.ID)
-	if err != nil || rec.Class != storage.ClassMirrorSkipped {
-		return frontier.Item{}, false, nil // fetched or queued again meanwhile
-	}
-	// Drop the skip record with the new queue entry, so that a second
-	// reason to requeue (a withdrawn decision) cannot queue it twice. The
-	// entry is written first: a crash between two parts of the transaction
-	// then leaves both, never neither.
-	host := frontier.HostKey(d.URL)
-	it := frontier.Item{ID: d.ID, URL: d.URL, Depth: d.Depth, Via: d.Via, Host: host, Seq: e.fr.Assign(host)}
-	if err := tx.PutQueue(it); err != nil {
-		return frontier.Item{}, false, err
-	}
-	return it, true, tx.DeletePage(d.ID)
-}
-
 // requeueSkipped queues again every URL skipped under a withdrawn decision.
-// Called with commitMu held.
-func (e *Engine) requeueSkipped(key string) {
-	c, ok := e.o.Mirror.Candidate(key)
+func (m *mirrorRules) requeueSkipped(key string) {
+	c, ok := m.det.Candidate(key)
 	if !ok {
 		return
 	}
-	m := c.MirrorMapping()
+	e := m.e
+	mp := c.MirrorMapping()
 	var deps []storage.Dependent
 	collect := func(p *storage.Page) error {
 		if p.Class != storage.ClassMirrorSkipped {
@@ -520,50 +532,25 @@ func (e *Engine) requeueSkipped(key string) {
 		}
 		// Only the URLs skipped in favour of this mapping's counterparts:
 		// another candidate over the same prefix may be sound.
-		if cp, under := m.Apply(p.URL); under && cp == p.DuplicateOf {
+		if cp, under := mp.Apply(p.URL); under && cp == p.DuplicateOf {
 			deps = append(deps, storage.Dependent{ID: p.ID, URL: p.URL, Depth: p.Depth, Via: p.Via, Seen: p.ID != 0})
 		}
 		return nil
 	}
-	if err := e.db.ForEachSkipped(collect); err != nil {
+	if err := e.st.ForEachSkipped(e.sctx, collect); err != nil {
 		e.setFatal(err)
 		return
 	}
-	if err := e.db.ForEachPage(collect); err != nil {
+	if err := e.st.ForEachPage(e.sctx, collect); err != nil {
 		e.setFatal(err)
 		return
 	}
-	n, err := e.queueAll(len(deps), func(tx *storage.Tx, i int) (frontier.Item, bool, error) {
+	n, err := e.queueAll(len(deps), func(tx Tx, i int) (frontier.Item, bool, error) {
 		return e.requeueDependent(tx, deps[i])
 	})
 	if err != nil {
 		e.setFatal(err)
 		return
 	}
-	e.logger.Info("queued skipped URLs again", "count", n, "mirror", m.FromOrigin+m.FromPrefix)
-}
-
-// gapResult records the outcome of a gap probe (a mirror page fetched
-// because its original lacked something), a hit if it held new content, and
-// issues the probes the result releases.
-func (e *Engine) gapResult(tx *storage.Tx, p *storage.Page) ([]frontier.Item, error) {
-	v, ok, err := tx.TakeEvidence("gap", p.URL)
-	if err != nil || !ok {
-		return nil, err
-	}
-	var m gapMark
-	if err := json.Unmarshal(v, &m); err != nil {
-		return nil, err
-	}
-	e.o.Mirror.GapResult(m.Key, m.Linker, p.Class == storage.ClassUnique)
-	if err := e.saveCandidate(tx, m.Key); err != nil {
-		return nil, err
-	}
-	return e.issueGaps(tx, m.Key)
-}
-
-// gapMark is stored with a gap probe's URL until its result is in.
-type gapMark struct {
-	Key    string `json:"key"`
-	Linker bool   `json:"linker,omitempty"`
+	e.logger.Info("queued skipped URLs again", "count", n, "mirror", mp.FromOrigin+mp.FromPrefix)
 }

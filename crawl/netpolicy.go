@@ -5,7 +5,6 @@ import (
 
 	"github.com/horseshoe-crawler/horseshoe/fetch"
 	"github.com/horseshoe-crawler/horseshoe/frontier"
-	"github.com/horseshoe-crawler/horseshoe/storage"
 )
 
 // HostChecker refuses hosts by address policy before any request or lookup:
@@ -14,25 +13,6 @@ import (
 // fetcher when it connects.
 type HostChecker interface {
 	CheckHost(host string) error
-}
-
-// refusedHost records a leased item whose host the address policy refuses
-// outright (a redirect or link to 169.254.169.254, 10.0.0.1 or
-// metadata.google.internal): no robots.txt request, no page request, a
-// record of class error with error class "private". It reports whether it
-// did.
-func (e *Engine) refusedHost(it *frontier.Item, host string) bool {
-	if e.o.Addresses == nil {
-		return false
-	}
-	err := e.o.Addresses.CheckHost(host)
-	if err == nil {
-		return false
-	}
-	e.fr.Release(it, frontier.Outcome{})
-	e.commit(it, &storage.Page{Class: storage.ClassError, ErrorClass: fetch.ClassPrivate,
-		Error: "not requested: refused by the address policy: " + err.Error()}, nil, nil)
-	return true
 }
 
 // robotsOutcome is the frontier outcome of a lease whose host's robots.txt

@@ -23,14 +23,14 @@ func TestDedupOptionsFromConfig(t *testing.T) {
 	d.Filter, d.FilterK, d.FilterS, d.FilterR, d.FilterBits = "custom", 4, 20, 2, 16
 	d.Simhash, d.SimhashK, d.SimhashIndex, d.SimhashWeight = false, 2, "bphs", "tf"
 	d.PSMBudget, d.BPHSBlocks, d.BPHSHeader = 9, 6, 3
-	d.Threshold = 0.9
+	d.Threshold = 0.93
 	o := DedupOptions(d)
 	want = dedup.DefaultOptions()
 	want.ShingleWords, want.Samples = 4, 96
 	want.Filter = dedup.FilterOptions{Preset: "custom", K: 4, S: 20, R: 2, Bits: 16}
 	want.Simhash, want.SimhashK, want.SimhashIndex, want.SimhashWeight = false, 2, "bphs", "tf"
 	want.PSMBudget, want.BPHSBlocks, want.BPHSHeader = 9, 6, 3
-	want.Threshold = 0.9
+	want.Threshold = 0.93
 	if o != want {
 		t.Errorf("config %+v gives\n  %+v\nwant\n  %+v", d, o, want)
 	}

@@ -45,7 +45,7 @@ func (e *Engine) learnParams(p *storage.Page, c *pageContent, d dedup.Decision) 
 }
 
 // putParamRules stores the rules learnParams returned.
-func putParamRules(tx *storage.Tx, rules []frontier.ParamRule) error {
+func putParamRules(tx EvidenceLog, rules []frontier.ParamRule) error {
 	for _, r := range rules {
 		if err := tx.PutEvidence(paramEvidence, r.Key(), r); err != nil {
 			return err
@@ -56,15 +56,7 @@ func putParamRules(tx *storage.Tx, rules []frontier.ParamRule) error {
 
 // restoreParams loads the stored rules into the learner.
 func (e *Engine) restoreParams() error {
-	var rules []frontier.ParamRule
-	err := e.db.ForEachEvidence(paramEvidence, func(_ string, v []byte) error {
-		var r frontier.ParamRule
-		if err := json.Unmarshal(v, &r); err != nil {
-			return err
-		}
-		rules = append(rules, r)
-		return nil
-	})
+	rules, err := restoreEvidence[frontier.ParamRule](e, paramEvidence)
 	if err != nil {
 		return fmt.Errorf("parameter evidence: %w", err)
 	}

@@ -467,7 +467,7 @@ func TestRobotsUnavailableBlocksHost(t *testing.T) {
 			t.Errorf("robots.txt retried after %v, want >= robots_retry %v", g.Round(time.Millisecond), retry)
 		}
 	}
-	want := map[string]string{"/": storage.ClassUnique, "/a.html": storage.ClassUnique, "/blocked.html": storage.ClassRobotsDisallowed}
+	want := map[string]storage.Class{"/": storage.ClassUnique, "/a.html": storage.ClassUnique, "/blocked.html": storage.ClassRobotsDisallowed}
 	for _, p := range []string{"/", "/a.html", "/blocked.html"} {
 		if got := res.page(t, base+p); got.Class != want[p] {
 			t.Errorf("%s: class %q (%s), want %q", p, got.Class, got.Error, want[p])

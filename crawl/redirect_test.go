@@ -35,7 +35,7 @@ func TestRedirectHopsBounded(t *testing.T) {
 				name, seed string
 				requests   int    // requests to the chain's paths
 				last       string // the URL whose record ends the chain
-				class      string
+				class      storage.Class
 			}{
 				{"endless", "/redirect-forever/1", max + 1, fmt.Sprintf("/redirect-forever/%d", max+1), storage.ClassError},
 				{"one hop too many", fmt.Sprintf("/chain/%d", end-max-1), max + 1, fmt.Sprintf("/chain/%d", end-1), storage.ClassError},

@@ -48,7 +48,7 @@ type skipRec struct{ url, of string }
 func reportPages(db *storage.DB, d *report.Data) (map[string][]skipRec, error) {
 	d.Stats.ByClass = map[string]int{}
 	for _, c := range storage.Classes {
-		d.Stats.ByClass[c] = 0
+		d.Stats.ByClass[string(c)] = 0
 	}
 	hosts := map[string]bool{}
 	skips := map[string][]skipRec{}
@@ -59,10 +59,10 @@ func reportPages(db *storage.DB, d *report.Data) (map[string][]skipRec, error) {
 		}
 		d.Pages = append(d.Pages, report.Page{
 			URL: p.URL, Host: p.Host, Status: p.Status, ContentType: p.ContentType, Title: p.Title,
-			Class: p.Class, DuplicateOf: p.DuplicateOf, Similarity: p.Similarity, Method: p.Method,
+			Class: string(p.Class), DuplicateOf: p.DuplicateOf, Similarity: p.Similarity, Method: p.Method,
 			Depth: p.Depth, FetchedAt: p.FetchedAt, Error: p.Error,
 		})
-		d.Stats.ByClass[p.Class]++
+		d.Stats.ByClass[string(p.Class)]++
 		hosts[p.Host] = true
 		return nil
 	}

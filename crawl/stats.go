@@ -41,7 +41,7 @@ func (s Stats) DuplicateRatio() float64 {
 func newClassCounts() map[string]int64 {
 	m := make(map[string]int64, len(storage.Classes))
 	for _, c := range storage.Classes {
-		m[c] = 0
+		m[string(c)] = 0
 	}
 	return m
 }
@@ -54,13 +54,13 @@ func StoredStats(db *storage.DB) (Stats, error) {
 	s := Stats{ByClass: newClassCounts()}
 	hosts := map[string]bool{}
 	err := db.ForEachPage(func(p *storage.Page) error {
-		s.ByClass[p.Class]++
+		s.ByClass[string(p.Class)]++
 		hosts[p.Host] = true
-		if p.Status == 0 && p.Class != storage.ClassError {
+		if !p.CostsRequest() {
 			return nil // no request: robots_disallowed, mirror_skipped
 		}
 		s.Pages++
-		if p.Class == storage.ClassExact || p.Class == storage.ClassNear {
+		if p.Class.Duplicate() {
 			s.Duplicates++
 		}
 		return nil
@@ -69,7 +69,7 @@ func StoredStats(db *storage.DB) (Stats, error) {
 		return s, fmt.Errorf("read pages: %w", err)
 	}
 	err = db.ForEachSkipped(func(p *storage.Page) error {
-		s.ByClass[p.Class]++
+		s.ByClass[string(p.Class)]++
 		hosts[p.Host] = true
 		return nil
 	})

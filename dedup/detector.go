@@ -185,7 +185,7 @@ func (d *Detector) usable(sig *Signature) bool {
 // representative stays the first page). Pages with Words == 0 are never
 // duplicates and are not indexed. A candidate is a near duplicate when its
 // estimated Jaccard similarity (equal sketch samples) reaches the threshold:
-// the sketch rule, which misses 41% of the pairs at J = 0.95 that the filter
+// the sketch rule, which misses 47% of the pairs at J = 0.90 that the filter
 // proposes. CheckAndAddSettled decides on the exact similarity instead.
 func (d *Detector) CheckAndAdd(id uint64, sig *Signature) Decision {
 	return d.CheckAndAddSettled(id, sig, nil)

@@ -12,25 +12,26 @@ import (
 // the candidate's stored text, the pure detector never does I/O).
 //
 // The sketch estimate of J from n min-hash samples is Binomial(n, J)/n. With
-// n = 84 and the threshold t = 0.95, a rule on the estimate alone can only
-// trade misses for false drops: "at least 80 of 84 agree" keeps a pair at
-// J = 0.95 with probability P(Bin(84, 0.95) < 80) = 0.41 and drops a pair at
-// J = 0.90 with probability 0.069 (given that the filter proposed it).
+// n = 84 and the threshold t = 0.90, a rule on the estimate alone can only
+// trade misses for false drops: "at least 76 of 84 agree" keeps a pair at
+// J = 0.90 with probability P(Bin(84, 0.90) < 76) = 0.47 and drops a pair at
+// J = 0.85 with probability 0.10 and one at J = 0.80 with 0.0078 (given that
+// the filter proposed it).
 //
 // The decision rule (Detector.CheckAndAddSettled, with a Settler):
 //
 //   - A candidate with m < L equal samples is rejected without settling. L is
 //     the largest count with P(Bin(n, t) < L) <= SettleMissBound (1e-6): for
-//     n = 84, t = 0.95, L = 68 (estimate 0.810), and a pair at J >= 0.95
-//     falls below it with probability P(Bin(84, 0.95) <= 67) = 7.8e-7
-//     (less at higher J: 3.4e-8 at J = 0.96, 4.8e-10 at J = 0.97). One
-//     more, L = 69, would miss with 3.8e-6.
+//     n = 84, t = 0.90, L = 60 (estimate 0.714), and a pair at J >= 0.90
+//     falls below it with probability P(Bin(84, 0.90) <= 59) = 4.1e-7
+//     (less at higher J: 5.4e-8 at J = 0.91, 3.4e-10 at J = 0.93). One
+//     more, L = 61, would miss with 1.6e-6.
 //   - Every candidate with m >= L is settled: its exact Jaccard is computed
 //     and it is a near duplicate when J >= t. Settlement therefore never
 //     drops a pair with exact J < t. No estimate is accepted unsettled:
 //     accepting 84 of 84 would meet the bound "never below J = 0.80"
-//     (0.8^84 = 7.2e-9) but drop pairs at J = 0.93 with probability
-//     0.93^84 = 0.23% and at J = 0.90 with 1.4e-4, to save a settlement that
+//     (0.8^84 = 7.2e-9) but drop pairs at J = 0.88 with probability
+//     0.88^84 = 2.2e-5 and at J = 0.85 with 1.2e-6, to save a settlement that
 //     costs about 40 us for a page of 500 words (BENCHMARKS.md).
 //   - Candidates in the band are settled best estimate first (ties: smaller
 //     page id), at most MaxSettle (3) per page; the first with J >= t is the
@@ -41,9 +42,9 @@ import (
 //     Settler.
 //
 // End to end, a pair at J >= t is then dropped with probability at least
-// the filter's P(k,s,r)(J) times 1 - 7.8e-7 (the simhash index adds
+// the filter's P(k,s,r)(J) times 1 - 4.1e-7 (the simhash index adds
 // candidates the filter misses), and a pair at J < t never is.
-
+//
 // SettleMissBound bounds the probability that a pair at exactly the threshold
 // has a sketch estimate below the settled band.
 const SettleMissBound = 1e-6
@@ -128,7 +129,7 @@ func binomialPMF(n, k int, p float64) float64 {
 }
 
 // SettleFloor returns the number of equal samples from which a candidate is
-// settled exactly (68 of 84 at the default threshold 0.95).
+// settled exactly (60 of 84 at the default threshold 0.90).
 func (d *Detector) SettleFloor() int { return d.floor }
 
 // settleState is one CheckAndAddSettled call's settlements.
@@ -181,7 +182,7 @@ func (d *Detector) settle(sig *Signature, method string, st *settleState) (Decis
 			continue
 		}
 		// j is a ratio of integers; a pair exactly at the threshold
-		// (570/600 = 0.95) must not fail on the last bit.
+		// (540/600 = 0.90) must not fail on the last bit.
 		if j >= d.opt.Threshold-1e-12 {
 			return Decision{Class: Near, Original: d.ids[r.slot], Similarity: j, Method: method, Settled: true}, true
 		}

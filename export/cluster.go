@@ -128,7 +128,7 @@ func newClusters(entries []entry) *clusters {
 		if id != 0 && (smallest[r] == 0 || id < smallest[r]) {
 			smallest[r] = id
 		}
-		if n < len(entries) && entries[n].class == storage.ClassUnique {
+		if n < len(entries) && storage.Class(entries[n].class) == storage.ClassUnique {
 			if k, ok := c.rep[r]; !ok || id < entries[k].id {
 				c.rep[r] = n
 			}
@@ -145,7 +145,7 @@ func newClusters(entries []entry) *clusters {
 
 // duplicateClass reports whether records of class name an original.
 func duplicateClass(class string) bool {
-	return class == storage.ClassExact || class == storage.ClassNear || class == storage.ClassMirrorSkipped
+	return storage.Class(class).Copy()
 }
 
 func (c *clusters) find(n int) int {

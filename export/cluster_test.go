@@ -62,7 +62,7 @@ func readJSONL(tb testing.TB, st Store, o JSONLOptions) []Record {
 	return out
 }
 
-func page(id uint64, u, class string, orig uint64, dupOf string) storage.Page {
+func page(id uint64, u string, class storage.Class, orig uint64, dupOf string) storage.Page {
 	return storage.Page{ID: id, URL: u, Host: "h", Status: 200, Class: class, OriginalID: orig, DuplicateOf: dupOf, Words: 10}
 }
 

@@ -109,7 +109,7 @@ func JSONL(w io.Writer, st Store, o JSONLOptions) (int, error) {
 		if p.ID != 0 {
 			pageAt[p.ID] = len(entries)
 		}
-		entries = append(entries, entry{id: p.ID, url: p.URL, final: p.FinalURL, class: p.Class,
+		entries = append(entries, entry{id: p.ID, url: p.URL, final: p.FinalURL, class: string(p.Class),
 			dupOf: p.DuplicateOf, orig: p.OriginalID, sim: p.Similarity, method: p.Method})
 		if p.Class != storage.ClassUnique && o.All {
 			cp := *p
@@ -183,7 +183,7 @@ func JSONL(w io.Writer, st Store, o JSONLOptions) (int, error) {
 func record(p *storage.Page, text string) Record {
 	r := Record{
 		URL: p.URL, FinalURL: p.URL, FetchedAt: p.FetchedAt, Status: p.Status, ContentType: p.ContentType,
-		Title: p.Title, Text: text, SHA256: p.SHA256, Class: p.Class, DuplicateOf: p.DuplicateOf,
+		Title: p.Title, Text: text, SHA256: p.SHA256, Class: string(p.Class), DuplicateOf: p.DuplicateOf,
 		LanguageDeclared: p.Lang,
 	}
 	switch decl := primaryLanguage(p.Lang); {

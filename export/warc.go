@@ -518,7 +518,7 @@ func (ww *warcWriter) metadata(p *storage.Page, or *original) error {
 		return err
 	}
 	info := DuplicateInfo{
-		URL: targetURI(p), Class: p.Class, DuplicateOf: safeURI(p.DuplicateOf), Method: p.Method,
+		URL: targetURI(p), Class: string(p.Class), DuplicateOf: safeURI(p.DuplicateOf), Method: p.Method,
 		Similarity: p.Similarity, FetchedAt: p.FetchedAt.UTC(),
 	}
 	if p.SHA1 != "" {
@@ -549,10 +549,7 @@ func (ww *warcWriter) metadata(p *storage.Page, or *original) error {
 // targetURI is the URI the stored exchange was made with: the final URL when
 // the fetch was redirected inside the fetcher.
 func targetURI(p *storage.Page) string {
-	if p.FinalURL != "" {
-		return safeURI(p.FinalURL)
-	}
-	return safeURI(p.URL)
+	return safeURI(p.ServedURL())
 }
 
 // safeURI percent-encodes the bytes a URI may not hold (controls, space,

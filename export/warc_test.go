@@ -82,7 +82,7 @@ func fixture() []fixturePage {
 	bodyB := []byte("<html><title>B</title><p>lorem ipsum dolor sit amet consectetur</p></html>")
 	bodyBspaced := []byte("<html><title>B</title><p>lorem  ipsum dolor sit amet   consectetur</p></html>")
 	bodyBnear := []byte("<html><title>B</title><p>lorem ipsum dolor sit amet consectetur elit</p></html>")
-	mk := func(id uint64, u, final, class string, body []byte, hasRaw bool) fixturePage {
+	mk := func(id uint64, u, final string, class storage.Class, body []byte, hasRaw bool) fixturePage {
 		fp := fixturePage{page: storage.Page{
 			ID: id, URL: u, FinalURL: final, Class: class, Status: 200, ContentType: "text/html",
 			FetchedAt: t0.Add(time.Duration(id) * time.Second), RemoteIP: "127.0.0.1", HasRaw: hasRaw,
@@ -321,7 +321,7 @@ func checkPairs(t *testing.T, recs []warcRecord, byID map[string]*warcRecord, fp
 				t.Errorf("metadata %s: WARC-Refers-To %q does not name the original's response", fp.page.URL, r.Get("WARC-Refers-To"))
 			}
 			want := DuplicateInfo{
-				URL: fp.page.URL, Class: fp.page.Class, DuplicateOf: fp.page.DuplicateOf, OriginalDate: orig.Get("WARC-Date"),
+				URL: fp.page.URL, Class: string(fp.page.Class), DuplicateOf: fp.page.DuplicateOf, OriginalDate: orig.Get("WARC-Date"),
 				Method: fp.page.Method, Similarity: fp.page.Similarity, FetchedAt: fp.page.FetchedAt, PayloadSHA1: "sha1:" + fp.page.SHA1,
 			}
 			if info != want || r.Get("Content-Type") != "application/json" {

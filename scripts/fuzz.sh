@@ -34,6 +34,7 @@ targets=(
 	./export/:FuzzReadWARC
 	./report/:FuzzTruncateMiddle
 	./internal/whatwgurl/:FuzzResolveHref
+	./cluster/redisstate/:FuzzDecodeItem
 )
 
 # Every fuzz function of the module must be listed above, so a new target is

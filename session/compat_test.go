@@ -64,7 +64,7 @@ func TestOpenRefusesOtherSignatureSettings(t *testing.T) {
 
 	cfg := configs.Default()
 	d := &cfg.Dedup
-	d.Threshold, d.SimhashK, d.SimhashIndex, d.BPHSBlocks, d.BPHSHeader, d.PSMBudget = 0.9, 2, "bphs", 6, 2, 8
+	d.Threshold, d.SimhashK, d.SimhashIndex, d.BPHSBlocks, d.BPHSHeader, d.PSMBudget = 0.93, 2, "bphs", 6, 2, 8
 	d.Filter, d.FilterK, d.FilterS, d.FilterR = "custom", 6, 14, 3
 	d.Simhash = false
 	s, err := session.Open(dir, cfg, nil, nil)

@@ -113,7 +113,7 @@ func TestCheckUnlistedTables(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := db.Badger().Flatten(1); err != nil {
+	if err := db.db.Flatten(1); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {

@@ -35,7 +35,7 @@ func TestOpenBesideWriterIsLocked(t *testing.T) {
 		}
 	}
 	write(0, 3000)
-	if err := db.Badger().Flatten(1); err != nil {
+	if err := db.db.Flatten(1); err != nil {
 		t.Fatal(err)
 	}
 	ssts, _ := filepath.Glob(filepath.Join(dir, "*.sst"))

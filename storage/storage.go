@@ -412,9 +412,6 @@ func (d *DB) checkSpace() error {
 // Close flushes and closes the store.
 func (d *DB) Close() error { return d.db.Close() }
 
-// Badger exposes the underlying database (for tests and tools).
-func (d *DB) Badger() *badger.DB { return d.db }
-
 // GetMeta returns the metadata value name.
 func (d *DB) GetMeta(name string) ([]byte, error) { return d.get(metaKey(name)) }
 
@@ -1247,7 +1244,7 @@ type Page struct {
 	// the identifier's confidence.
 	TextLang     string    `json:"text_lang,omitempty"`
 	TextLangConf float64   `json:"text_lang_conf,omitempty"`
-	Class        string    `json:"class"`
+	Class        Class     `json:"class"`
 	DuplicateOf  string    `json:"duplicate_of,omitempty"`
 	OriginalID   uint64    `json:"original_id,omitempty"`
 	Similarity   float64   `json:"similarity,omitempty"`
@@ -1276,16 +1273,66 @@ type Page struct {
 	Revisit      *Revisit `json:"revisit,omitempty"` // the latest recrawl's visit; nil before any
 }
 
+// Class is a page record's class: what the crawl made of its URL.
+type Class string
+
 // Page classes.
 const (
-	ClassUnique           = "unique"
-	ClassExact            = "exact_duplicate"
-	ClassNear             = "near_duplicate"
-	ClassMirrorSkipped    = "mirror_skipped"
-	ClassRobotsDisallowed = "robots_disallowed"
-	ClassNotHTML          = "not_html"
-	ClassError            = "error"
+	ClassUnique           Class = "unique"
+	ClassExact            Class = "exact_duplicate"
+	ClassNear             Class = "near_duplicate"
+	ClassMirrorSkipped    Class = "mirror_skipped"
+	ClassRobotsDisallowed Class = "robots_disallowed"
+	ClassNotHTML          Class = "not_html"
+	ClassError            Class = "error"
 )
 
 // Classes lists every page class in report order.
-var Classes = []string{ClassUnique, ClassExact, ClassNear, ClassMirrorSkipped, ClassRobotsDisallowed, ClassNotHTML, ClassError}
+var Classes = []Class{ClassUnique, ClassExact, ClassNear, ClassMirrorSkipped, ClassRobotsDisallowed, ClassNotHTML, ClassError}
+
+// Duplicate reports whether the class records a fetched copy of an earlier
+// page (exact or near duplicate).
+func (c Class) Duplicate() bool { return c == ClassExact || c == ClassNear }
+
+// Content reports whether the class records a fetched HTML page with text:
+// unique, or a duplicate of one.
+func (c Class) Content() bool { return c == ClassUnique || c.Duplicate() }
+
+// Copy reports whether the class records a URL that stands in a cluster
+// under an original: a duplicate, or a URL skipped as a mirror's copy.
+func (c Class) Copy() bool { return c.Duplicate() || c == ClassMirrorSkipped }
+
+// CostsRequest reports whether the record counts as a page request (the
+// crawl's page count): a response was received, or the URL failed as an
+// error. Records of URLs never requested (robots_disallowed, mirror_skipped)
+// do not count.
+func (p *Page) CostsRequest() bool { return p.Status != 0 || p.Class == ClassError }
+
+// Failed reports whether the page cannot stand in for its copies: an error,
+// a URL robots.txt refused, or a redirect (its content is elsewhere).
+func (p *Page) Failed() bool {
+	return p.Class == ClassError || p.Class == ClassRobotsDisallowed || (p.Status >= 300 && p.Status < 400)
+}
+
+// ServedURL is the URL that served the page: the end of its redirects, or
+// the URL written with the session parameters the server insisted on, else
+// the URL itself.
+func (p *Page) ServedURL() string {
+	if p.FinalURL != "" {
+		return p.FinalURL
+	}
+	return p.URL
+}
+
+// CheckAndMark marks u seen under a new id (newID is called only then)
+// unless it is seen, and returns u's id and whether this call marked it.
+// Atomic: the transaction reads the mark it writes, so of two that mark one
+// URL the later conflicts and, run again (Update), finds it marked.
+func (t *Tx) CheckAndMark(u string, newID func() uint64) (uint64, bool, error) {
+	id, seen, err := t.SeenID(u)
+	if err != nil || seen {
+		return id, false, err
+	}
+	id = newID()
+	return id, true, t.MarkSeen(u, id)
+}

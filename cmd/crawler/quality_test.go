@@ -54,7 +54,7 @@ type qualityPage struct {
 	id     uint64
 	url    string // in the URL space of the default crawl's servers
 	via    string // same URL space
-	class  string
+	class  storage.Class
 	method string
 	dupOf  string
 	set    []uint64 // sorted, distinct looped-shingle fingerprints
@@ -630,7 +630,7 @@ func loadCrawl(dir string, det *dedup.Detector, mapURL func(string) string, need
 	err = db.ForEachPage(func(p *storage.Page) error {
 		cr.records++
 		u := mapURL(p.URL)
-		cr.byURL[u] = &recordOf{class: p.Class, dupOf: mapURL(p.DuplicateOf), via: mapURL(p.Via), method: p.Method, sim: p.Similarity}
+		cr.byURL[u] = &recordOf{class: string(p.Class), dupOf: mapURL(p.DuplicateOf), via: mapURL(p.Via), method: p.Method, sim: p.Similarity}
 		if p.Status != http.StatusOK || p.Words == 0 {
 			return nil
 		}
@@ -678,7 +678,7 @@ func loadCrawl(dir string, det *dedup.Detector, mapURL func(string) string, need
 		cr.skipped++
 		u := mapURL(p.URL)
 		if _, ok := cr.byURL[u]; !ok {
-			cr.byURL[u] = &recordOf{class: p.Class, dupOf: mapURL(p.DuplicateOf), via: mapURL(p.Via), method: p.Method, sim: p.Similarity}
+			cr.byURL[u] = &recordOf{class: string(p.Class), dupOf: mapURL(p.DuplicateOf), via: mapURL(p.Via), method: p.Method, sim: p.Similarity}
 		}
 		return nil
 	})

@@ -57,7 +57,7 @@ func TestResumeRefusesOtherSignatureSettings(t *testing.T) {
 
 	// Search-side settings may change: the index is rebuilt from the same
 	// signatures and searched otherwise, and the crawl goes on.
-	yml := "dedup:\n  threshold: 0.9\n  simhash_k: 2\n  simhash_index: bphs\n  bphs_blocks: 6\n  bphs_header: 2\n  psm_budget: 8\n  filter: custom\n  filter_k: 6\n  filter_s: 14\n  filter_r: 3\n"
+	yml := "dedup:\n  threshold: 0.93\n  simhash_k: 2\n  simhash_index: bphs\n  bphs_blocks: 6\n  bphs_header: 2\n  psm_budget: 8\n  filter: custom\n  filter_k: 6\n  filter_s: 14\n  filter_r: 3\n"
 	if err := crawlWith(yml, 100); err != nil {
 		t.Fatalf("resume with search-side changes refused: %v", err)
 	}

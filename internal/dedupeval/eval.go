@@ -50,6 +50,8 @@ type Setting struct {
 	Precision      float64 // 1 - FalseDrops/Dropped (online detector)
 	DroppedExact   int
 	DroppedByIndex map[string]int
+	Settlements    int // online detector: exact settlements made (at most dedup.MaxSettle a page)
+	SettledPages   int // online detector: pages with at least one settlement
 }
 
 // Report is the result of Eval.
@@ -168,9 +170,15 @@ func online(opts dedup.Options, urls []string, sigs []*dedup.Signature, sets [][
 	st := Setting{Name: "combined+verify", DroppedByIndex: map[string]int{}}
 	for i, s := range sigs {
 		rep[i] = i
+		calls := 0
 		dec := d.CheckAndAddSettled(uint64(i+1), s, func(orig uint64) (float64, bool) {
+			calls++
 			return Jaccard(sets[i], sets[orig-1]), true
 		})
+		st.Settlements += calls
+		if calls > 0 {
+			st.SettledPages++
+		}
 		if dec.Class == dedup.Unique {
 			continue
 		}
@@ -187,6 +195,7 @@ func online(opts dedup.Options, urls []string, sigs []*dedup.Signature, sets [][
 	match := func(a, b int) bool { return rep[a] == rep[b] }
 	sc := score(st.Name, pairs, words, match, nil)
 	sc.Dropped, sc.FalseDrops, sc.DroppedExact, sc.DroppedByIndex = st.Dropped, st.FalseDrops, st.DroppedExact, st.DroppedByIndex
+	sc.Settlements, sc.SettledPages = st.Settlements, st.SettledPages
 	sc.Precision = 1
 	if st.Dropped > 0 {
 		sc.Precision = 1 - float64(st.FalseDrops)/float64(st.Dropped)
@@ -367,7 +376,8 @@ func (r Report) String() string {
 		fmt.Fprintf(&b, "\n== %s: recall J>=0.95 %.4f, J>=0.90 %.4f, false matches among J<0.80 %d of %d",
 			s.Name, s.RecallAt95, s.RecallAt90, s.FalseMatches, s.PairsBelow80)
 		if s.Dropped > 0 {
-			fmt.Fprintf(&b, "; dropped %d (exact %d, by %v), false drops %d, precision %.4f", s.Dropped, s.DroppedExact, s.DroppedByIndex, s.FalseDrops, s.Precision)
+			fmt.Fprintf(&b, "; dropped %d (exact %d, by %v), false drops %d, precision %.4f; %d settlements on %d pages",
+				s.Dropped, s.DroppedExact, s.DroppedByIndex, s.FalseDrops, s.Precision, s.Settlements, s.SettledPages)
 		}
 		fmt.Fprintf(&b, "\n%-12s %-12s %8s %8s %8s %8s\n", "words", "J", "pairs", "matched", "P", "theory")
 		for _, bk := range s.Buckets {

@@ -230,7 +230,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for _, class := range storage.Classes {
-		ch <- prometheus.MustNewConstMetric(c.pages, prometheus.CounterValue, float64(s.ByClass[class]), class)
+		ch <- prometheus.MustNewConstMetric(c.pages, prometheus.CounterValue, float64(s.ByClass[string(class)]), string(class))
 	}
 	for class, n := range s.ByClass {
 		if !knownClass(class) {
@@ -250,7 +250,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 
 func knownClass(class string) bool {
 	for _, c := range storage.Classes {
-		if c == class {
+		if string(c) == class {
 			return true
 		}
 	}

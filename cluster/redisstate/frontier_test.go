@@ -1,0 +1,211 @@
+package redisstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/frontier"
+	"github.com/horseshoe-crawler/horseshoe/internal/testtools/redistest"
+)
+
+// request is one simulated fetch: which URL, on which IP, when.
+type request struct {
+	url, ip    string
+	start, end time.Time
+	worker     int
+}
+
+// crawlWorkers runs workers frontiers over crawl "t" until the crawl is done:
+// each leases, "fetches" for fetch (recording the request), releases,
+// finishes. A worker with stopAfter > 0 dies after that many leases, its last
+// item leased and never released (kill -9 in the middle of a fetch).
+func crawlWorkers(t *testing.T, srv *redistest.Server, workers int, delay, fetch time.Duration, ipOf func(string) string, stopAfter map[int]int) []request {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var reqs []request
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		c := openOn(t, srv, Options{})
+		m, err := c.Join(ctx, fmt.Sprintf("w%d", w), MemberOptions{TTL: 900 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f *Frontier
+		f = c.NewFrontier(m, FrontierOptions{Options: frontier.Options{Delay: delay, MaxFailures: 10},
+			Hold: 5 * time.Second, OnNewHost: func(h string) { f.SetPoliteKey(h, ipOf(h)) }})
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			n := 0
+			for {
+				it, err := f.Next(ctx)
+				if errors.Is(err, frontier.ErrDone) {
+					m.Leave(ctx)
+					return
+				}
+				if err != nil {
+					t.Errorf("worker %d: %v", w, err)
+					return
+				}
+				n++
+				if stopAfter[w] > 0 && n >= stopAfter[w] {
+					m.Abandon() // killed holding it
+					return
+				}
+				r := request{url: it.URL, ip: ipOf(it.Host), start: time.Now(), worker: w}
+				time.Sleep(fetch)
+				r.end = time.Now()
+				mu.Lock()
+				reqs = append(reqs, r)
+				mu.Unlock()
+				f.Release(it, frontier.Outcome{Requested: true, Status: 200})
+				f.Finish(it)
+			}
+		}(w)
+	}
+	wg.Wait()
+	return reqs
+}
+
+// Three workers crawl 120 URLs on 12 hosts over 4 IPs: every URL is fetched
+// exactly once, by any worker; no two requests to one IP overlap or come
+// closer than the delay, whichever workers sent them; every worker takes part.
+func TestFrontierWorkersShareCrawl(t *testing.T) {
+	srv, c := open(t, Options{Partitions: 16, Capacity: 10_000}, redistest.Options{})
+	ctx := context.Background()
+	var urls []string
+	for i := 0; i < 120; i++ {
+		urls = append(urls, fmt.Sprintf("http://h%d.example/%d", i%12, i))
+	}
+	if _, err := c.Enqueue(ctx, c.NewIDs(), items(urls...)); err != nil {
+		t.Fatal(err)
+	}
+	ipOf := func(h string) string { return fmt.Sprintf("ip:10.0.0.%d", len(h)%2+2*(int(h[1])%2)) }
+	const delay = 20 * time.Millisecond
+	reqs := crawlWorkers(t, srv, 3, delay, 2*time.Millisecond, ipOf, nil)
+	checkCrawl(t, reqs, urls, delay)
+	byWorker := map[int]int{}
+	for _, r := range reqs {
+		byWorker[r.worker]++
+	}
+	if len(byWorker) != 3 {
+		t.Errorf("requests by worker: %v, want all 3 to take part", byWorker)
+	}
+	t.Logf("requests by worker: %v", byWorker)
+}
+
+// checkCrawl asserts each URL was requested once and the politeness of every
+// IP's requests.
+func checkCrawl(t *testing.T, reqs []request, urls []string, delay time.Duration) {
+	t.Helper()
+	count := map[string]int{}
+	byIP := map[string][]request{}
+	for _, r := range reqs {
+		count[r.url]++
+		byIP[r.ip] = append(byIP[r.ip], r)
+	}
+	for _, u := range urls {
+		if count[u] != 1 {
+			t.Errorf("%s requested %d times", u, count[u])
+		}
+	}
+	if len(count) != len(urls) {
+		t.Errorf("%d URLs requested, want %d", len(count), len(urls))
+	}
+	// The clock is Redis's and the times here the test's: allow 2 ms.
+	for ip, rs := range byIP {
+		sort.Slice(rs, func(i, j int) bool { return rs[i].start.Before(rs[j].start) })
+		for i := 1; i < len(rs); i++ {
+			if gap := rs[i].start.Sub(rs[i-1].end); gap < delay-2*time.Millisecond {
+				t.Errorf("%s: %s (worker %d) %v after %s (worker %d) ended, delay %v",
+					ip, rs[i].url, rs[i].worker, gap, rs[i-1].url, rs[i-1].worker, delay)
+			}
+		}
+	}
+}
+
+// A worker dies holding a lease in the middle of a fetch: the others finish
+// the crawl; every URL is fetched, the one it held once more at most.
+func TestFrontierWorkerDiesMidFetch(t *testing.T) {
+	srv, c := open(t, Options{Partitions: 8, Capacity: 10_000}, redistest.Options{})
+	ctx := context.Background()
+	var urls []string
+	for i := 0; i < 60; i++ {
+		urls = append(urls, fmt.Sprintf("http://h%d.example/%d", i%6, i))
+	}
+	if _, err := c.Enqueue(ctx, c.NewIDs(), items(urls...)); err != nil {
+		t.Fatal(err)
+	}
+	ipOf := func(h string) string { return "ip:" + h }
+	reqs := crawlWorkers(t, srv, 3, 10*time.Millisecond, time.Millisecond, ipOf, map[int]int{0: 5})
+	checkCrawl(t, reqs, urls, 10*time.Millisecond)
+	if q, err := c.QueuedAll(ctx); err != nil || q != 0 {
+		t.Fatalf("queued at the end: %d %v", q, err)
+	}
+}
+
+// Redis stops for 1.5 s in the middle of a crawl (longer than the leases'
+// TTL) and comes back with its append-only file: the workers wait (Next says
+// why through Err), take the partitions again and finish the crawl; every
+// URL is fetched, and at most the items in flight at the stop twice.
+func TestFrontierRedisRestart(t *testing.T) {
+	srv, c := open(t, Options{Partitions: 8, Capacity: 10_000}, redistest.Options{})
+	ctx := context.Background()
+	var urls []string
+	for i := 0; i < 80; i++ {
+		urls = append(urls, fmt.Sprintf("http://h%d.example/%d", i%8, i))
+	}
+	if _, err := c.Enqueue(ctx, c.NewIDs(), items(urls...)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []request)
+	go func() {
+		done <- crawlWorkers(t, srv, 2, 5*time.Millisecond, 5*time.Millisecond, func(h string) string { return "ip:" + h }, nil)
+	}()
+	time.Sleep(150 * time.Millisecond)
+	srv.Stop()
+	stopped := time.Now()
+	time.Sleep(1500 * time.Millisecond)
+	srv.Resume()
+	resumed := time.Now()
+	reqs := <-done
+	before, after := 0, 0
+	for _, r := range reqs {
+		if r.end.Before(stopped) {
+			before++
+		}
+		if r.start.After(resumed) {
+			after++
+		}
+	}
+	if before == 0 || after == 0 {
+		t.Fatalf("%d requests before the stop, %d after the restart: the stop was not in the middle", before, after)
+	}
+	count := map[string]int{}
+	twice := 0
+	for _, r := range reqs {
+		count[r.url]++
+		if count[r.url] == 2 {
+			twice++
+		}
+	}
+	for _, u := range urls {
+		if count[u] == 0 {
+			t.Errorf("%s never fetched", u)
+		}
+		if count[u] > 2 {
+			t.Errorf("%s fetched %d times", u, count[u])
+		}
+	}
+	if twice > 2 { // two workers: at most one item in flight each
+		t.Errorf("%d URLs fetched twice, at most 2 were in flight", twice)
+	}
+	t.Logf("%d requests for %d URLs (%d twice); %d before the stop, %d after the restart", len(reqs), len(urls), twice, before, after)
+}

@@ -1,0 +1,160 @@
+package redisstate
+
+import (
+	"context"
+	"sort"
+
+	"github.com/horseshoe-crawler/horseshoe/dedup"
+)
+
+// Index is the duplicate index in the shape the engine uses (the seam's
+// DuplicateIndex): CheckAndAdd(ctx, id, sig, settle) -> dedup.Decision. It
+// turns a signature into an IndexPage (the supershingles as keys when they
+// are 64 bits wide, the R-subsets otherwise) and settles the candidates the
+// script returns by the detector's rule: a candidate with fewer than
+// SettleFloor equal samples is rejected, the others are settled best
+// estimate first, at most dedup.MaxSettle a page, and the first at or above
+// the threshold is the original; without a Settler (or when it cannot tell)
+// the sketch estimate decides. Samples are compared on their low byte
+// (recordSamples): the estimate of J rises by (1-J)/256.
+//
+// Candidates come from the exact fingerprint and the supershingle keys; the
+// simhash index is not shared (a worker replicates it: FollowNewPages).
+type Index struct {
+	c      *Crawl
+	opt    dedup.Options
+	filter dedup.FilterOptions
+	floor  int
+	o      DedupOptions
+}
+
+// NewIndex returns the crawl's duplicate index deciding as det does.
+func (c *Crawl) NewIndex(det *dedup.Detector, o DedupOptions) *Index {
+	opt := det.Options()
+	return &Index{c: c, opt: opt, filter: opt.Filter.Resolved(), floor: det.SettleFloor(), o: o}
+}
+
+// page is sig's IndexPage under id.
+func (x *Index) page(id uint64, sig *dedup.Signature) *IndexPage {
+	pg := &IndexPage{ID: id, Exact: sig.Exact, Sketch: sig.Sketch, Simhash: sig.Simhash}
+	if len(sig.Super) != x.filter.K || len(sig.Sketch) != x.opt.Samples {
+		return pg // another shape: indexed by its exact fingerprint only
+	}
+	if x.filter.Bits >= 64 {
+		for i, v := range sig.Super {
+			pg.Keys = append(pg.Keys, SuperKey(i, v))
+		}
+		pg.Need = x.filter.R
+		return pg
+	}
+	subsets(x.filter.K, x.filter.R, func(idx []int) {
+		var h uint64
+		for _, i := range idx {
+			h = SuperKey(i, h^sig.Super[i])
+		}
+		pg.Keys = append(pg.Keys, h)
+	})
+	pg.Need = 1
+	return pg
+}
+
+// subsets calls fn with every r-subset of 0..k-1, in order.
+func subsets(k, r int, fn func([]int)) {
+	idx := make([]int, r)
+	var rec func(start, depth int)
+	rec = func(start, depth int) {
+		if depth == r {
+			fn(idx)
+			return
+		}
+		for i := start; i <= k-(r-depth); i++ {
+			idx[depth] = i
+			rec(i+1, depth+1)
+		}
+	}
+	rec(0, 0)
+}
+
+// CheckAndAdd decides whether sig (page id) duplicates an indexed page and
+// adds it when it is unique, atomically across workers.
+func (x *Index) CheckAndAdd(ctx context.Context, id uint64, sig *dedup.Signature, settle dedup.Settler) (dedup.Decision, error) {
+	if sig == nil || sig.Words == 0 {
+		return dedup.Decision{Class: dedup.Unique}, nil
+	}
+	pg := x.page(id, sig)
+	settled := 0
+	var dec dedup.Decision
+	rule := func(cands []Candidate) (uint64, bool) {
+		d, ok := x.decide(pg, cands, settle, &settled)
+		dec = d
+		return d.Original, ok
+	}
+	exact, near, orig, err := x.c.Decide(ctx, pg, rule, x.o)
+	switch {
+	case err != nil:
+		return dedup.Decision{}, err
+	case exact:
+		return dedup.Decision{Class: dedup.Exact, Original: orig, Similarity: 1, Method: dedup.MethodExact}, nil
+	case near:
+		return dec, nil
+	}
+	return dedup.Decision{Class: dedup.Unique}, nil
+}
+
+// decide applies the detector's rule to one batch of candidates.
+func (x *Index) decide(pg *IndexPage, cands []Candidate, settle dedup.Settler, settled *int) (dedup.Decision, bool) {
+	n := len(pg.Sketch)
+	type ranked struct {
+		Candidate
+		eq int
+	}
+	rs := make([]ranked, 0, len(cands))
+	for _, cd := range cands {
+		rs = append(rs, ranked{cd, int(cd.Estimate(pg.Sketch)*float64(n) + 0.5)})
+	}
+	sort.Slice(rs, func(i, j int) bool {
+		if rs[i].eq != rs[j].eq {
+			return rs[i].eq > rs[j].eq
+		}
+		return rs[i].ID < rs[j].ID
+	})
+	near := func(r ranked, j float64, settledJ bool) (dedup.Decision, bool) {
+		return dedup.Decision{Class: dedup.Near, Original: r.ID, Similarity: j,
+			Method: dedup.MethodSupershingle, Settled: settledJ}, true
+	}
+	for _, r := range rs {
+		est := float64(r.eq) / float64(n)
+		if settle == nil {
+			if est >= x.opt.Threshold {
+				return near(r, est, false)
+			}
+			break // the best estimate is below the threshold
+		}
+		if r.eq < x.floor || *settled >= dedup.MaxSettle {
+			break
+		}
+		*settled++
+		j, ok := settle(r.ID)
+		if !ok {
+			if est >= x.opt.Threshold {
+				return near(r, est, false)
+			}
+			continue
+		}
+		if j >= x.opt.Threshold {
+			return near(r, j, true)
+		}
+	}
+	return dedup.Decision{}, false
+}
+
+// Add indexes sig under id unless its exact fingerprint is indexed (the
+// rebuild on resume: the shared index outlives a worker, so a page found
+// there stays as it is).
+func (x *Index) Add(ctx context.Context, id uint64, sig *dedup.Signature) error {
+	if sig == nil || sig.Words == 0 {
+		return nil
+	}
+	_, _, _, err := x.c.Decide(ctx, x.page(id, sig), func([]Candidate) (uint64, bool) { return 0, false }, x.o)
+	return err
+}

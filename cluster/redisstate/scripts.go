@@ -1,0 +1,274 @@
+package redisstate
+
+import (
+	"context"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The Lua scripts. Each one runs atomically in Redis: no other command runs
+// between its first and last step. A script that writes starts with "#!lua"
+// so that Redis 7 refuses it whole, before its first step, when it is over
+// maxmemory (an OOM error, nothing written) rather than at its first write.
+// The keys a script touches share one hash tag (one Cluster slot); keys it
+// derives (a host's queue, a candidate's record) are in the same slot as its
+// declared keys.
+
+// enqueueScript marks URLs of one partition seen and queues them, each
+// unless it was seen. KEYS: the partition's host set, then per URL its seen
+// bucket and its host's queue. ARGV: per URL its field (fingerprint), id,
+// item and host. Returns per URL 1, id when queued, or 0, the existing id.
+var enqueueScript = redis.NewScript(`#!lua
+local out = {}
+for i = 0, #ARGV / 4 - 1 do
+  local seen, field, id = KEYS[2 + 2*i], ARGV[1 + 4*i], ARGV[2 + 4*i]
+  local old = redis.call('HGET', seen, field)
+  if old then
+    out[#out + 1] = 0
+    out[#out + 1] = old
+  else
+    redis.call('HSET', seen, field, id)
+    redis.call('RPUSH', KEYS[3 + 2*i], ARGV[3 + 4*i])
+    redis.call('SADD', KEYS[1], ARGV[4 + 4*i])
+    out[#out + 1] = 1
+    out[#out + 1] = id
+  end
+end
+return out
+`)
+
+// markScript marks one URL seen without queueing it (HSETNX, then the id).
+// KEYS: seen bucket. ARGV: field, id. Returns {1, id} or {0, existing id}.
+var markScript = redis.NewScript(`#!lua
+local old = redis.call('HGET', KEYS[1], ARGV[1])
+if old then return {0, old} end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return {1, ARGV[2]}
+`)
+
+// requeueAll is the Lua fragment that moves every in-flight item of a
+// partition back to the head of its host's queue.
+const requeueAll = `
+local function requeue(inflight, hosts, qprefix)
+  local all = redis.call('HGETALL', inflight)
+  for i = 1, #all, 2 do
+    redis.call('LPUSH', qprefix .. all[i+1], all[i])
+    redis.call('SADD', hosts, all[i+1])
+  end
+  redis.call('DEL', inflight)
+  return #all / 2
+end
+`
+
+// acquireScript takes a partition's lease if nobody holds it, with a new
+// epoch, and puts back in the queues what the last holder had in flight. The
+// robots.txt entries of the last lease go: robots.txt is fetched once per host
+// and lease, so they would not be used again (and Redis holds only the
+// entries of hosts crawled under the leases now held).
+// KEYS: lease, epoch, in-flight hash, host set, robots hash.
+// ARGV: worker, ttl ms, queue key prefix.
+// Returns {epoch, items requeued}, or {0, 0} when the lease is held.
+var acquireScript = redis.NewScript(`#!lua` + requeueAll + `
+if redis.call('EXISTS', KEYS[1]) == 1 then return {0, 0} end
+local epoch = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. epoch, 'PX', ARGV[2])
+redis.call('DEL', KEYS[5])
+local n = requeue(KEYS[3], KEYS[4], ARGV[3])
+return {epoch, n}
+`)
+
+// renewScript extends a lease its holder still holds.
+// KEYS: lease. ARGV: token ("worker epoch"), ttl ms. Returns 1, or 0 if lost.
+var renewScript = redis.NewScript(`#!lua
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+`)
+
+// releaseScript gives a lease up, putting what is in flight back first.
+// KEYS: lease, in-flight hash, host set. ARGV: token, queue key prefix.
+// Returns the items requeued, or -1 if the lease was not held.
+var releaseScript = redis.NewScript(`#!lua` + requeueAll + `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+local n = requeue(KEYS[2], KEYS[3], ARGV[2])
+redis.call('DEL', KEYS[1])
+return n
+`)
+
+// popScript leases the head of a host's queue: it moves to the in-flight
+// hash, in the same step, so that a worker that dies now loses nothing.
+// KEYS: lease, host queue, host set, in-flight hash. ARGV: token, host.
+// Returns the item, nil when the queue is empty, or a NOTOWNER error.
+var popScript = redis.NewScript(`#!lua
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return redis.error_reply('NOTOWNER partition lease lost') end
+local it = redis.call('LPOP', KEYS[2])
+if redis.call('LLEN', KEYS[2]) == 0 then redis.call('SREM', KEYS[3], ARGV[2]) end
+if not it then return nil end
+redis.call('HSET', KEYS[4], it, ARGV[2])
+return it
+`)
+
+// putBackScript returns a leased item to its host's queue (front or back),
+// as it now reads (tries counted), unless the lease was lost: then the new
+// holder has requeued it already.
+// KEYS: lease, host queue, host set, in-flight hash.
+// ARGV: token, host, leased item, item to queue, "front" or "back".
+// Returns 1 when requeued, 0 when the lease was lost.
+var putBackScript = redis.NewScript(`#!lua
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if redis.call('HDEL', KEYS[4], ARGV[3]) == 0 then return 0 end
+if ARGV[5] == 'front' then redis.call('LPUSH', KEYS[2], ARGV[4]) else redis.call('RPUSH', KEYS[2], ARGV[4]) end
+redis.call('SADD', KEYS[3], ARGV[2])
+return 1
+`)
+
+// ipReserveScript takes an IP's politeness clock if it is free: it holds it
+// for hold ms (until the request is released, or the hold runs out when the
+// worker died). Redis's clock (TIME) is the one clock of every worker. The
+// value is "next-allowed-ms H|G token": H while a request holds it, G for the
+// gap after one.
+// KEYS: the IP's key. ARGV: hold ms, token.
+// Returns {1, 0, 0} when reserved, {0, ms to wait, 1 if held} when not.
+var ipReserveScript = redis.NewScript(`#!lua
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local v = redis.call('GET', KEYS[1])
+if v then
+  local at, kind = string.match(v, '^(%d+) (%a)')
+  at = tonumber(at)
+  if at > now then
+    if kind == 'H' then return {0, at - now, 1} end
+    return {0, at - now, 0}
+  end
+end
+local hold = tonumber(ARGV[1])
+redis.call('SET', KEYS[1], (now + hold) .. ' H ' .. ARGV[2], 'PX', hold)
+return {1, 0, 0}
+`)
+
+// ipReleaseScript ends a reservation: the IP is free again gap ms from now.
+// A reservation that ran out and was taken by another worker is left alone.
+// KEYS: the IP's key. ARGV: gap ms, token. Returns 1, or 0 if not held.
+var ipReleaseScript = redis.NewScript(`#!lua
+local v = redis.call('GET', KEYS[1])
+if v and string.match(v, '^%d+ %a (.*)$') ~= ARGV[2] then return 0 end
+local gap = tonumber(ARGV[1])
+if gap <= 0 then redis.call('DEL', KEYS[1]) return 1 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('SET', KEYS[1], (now + gap) .. ' G ' .. ARGV[2], 'PX', gap)
+return 1
+`)
+
+// checkAndAddScript is the duplicate index's check-and-add (dedup.go).
+// KEYS: exact bucket, slot counter, stream, supershingle buckets...
+// ARGV: exact field, id, record, record key prefix, record bucket mask,
+// max candidates, stream length, considered slots (comma separated, with
+// commas around: ",3,8,"), need (keys a page must share to be a candidate),
+// supershingle fields (one per key).
+// Returns {1, record} for an exact duplicate; {2, slot, record, ...} for
+// candidates not considered yet (nothing added); {0} when the page was added.
+var checkAndAddScript = redis.NewScript(`#!lua
+local mask = tonumber(ARGV[5])
+local function record(slot)
+  return redis.call('HGET', ARGV[4] .. (tonumber(slot) % (mask + 1)), slot) or ''
+end
+local ex = redis.call('HGET', KEYS[1], ARGV[1])
+if ex then return {1, record(ex)} end
+local considered = ARGV[8]
+local maxc = tonumber(ARGV[6])
+local need = tonumber(ARGV[9])
+local out = {2}
+local count = {}
+local nsup = #KEYS - 3
+local vals = {}
+for i = 1, nsup do
+  local v = redis.call('HGET', KEYS[3 + i], ARGV[9 + i])
+  vals[i] = v
+  if v then
+    for slot in string.gmatch(v, '[^,]+') do
+      local n = (count[slot] or 0) + 1
+      count[slot] = n
+      if n == need and not string.find(considered, ',' .. slot .. ',', 1, true) then
+        table.insert(out, slot)
+        table.insert(out, record(slot))
+        if #out > 2 * maxc then return out end
+      end
+    end
+  end
+end
+if #out > 1 then return out end
+local slot = redis.call('INCR', KEYS[2])
+redis.call('HSET', KEYS[1], ARGV[1], slot)
+redis.call('HSET', ARGV[4] .. (slot % (mask + 1)), slot, ARGV[3])
+for i = 1, nsup do
+  local v = vals[i]
+  if v then v = v .. ',' .. slot else v = slot end
+  redis.call('HSET', KEYS[3 + i], ARGV[9 + i], v)
+end
+if tonumber(ARGV[7]) > 0 then
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[7], '*', 'r', slot .. ' ' .. ARGV[2] .. ' ' .. string.sub(ARGV[3], -8))
+end
+return {0}
+`)
+
+// doneScript ends a popped item's lease (a script, not HDEL, so that in a
+// transaction with enqueueScript calls it fails with them when Redis lost its
+// scripts: see Commit). KEYS: in-flight hash. ARGV: item.
+var doneScript = redis.NewScript(`#!lua
+return redis.call('HDEL', KEYS[1], ARGV[1])
+`)
+
+var allScripts = []*redis.Script{doneScript, enqueueScript, markScript, acquireScript, renewScript, releaseScript,
+	popScript, putBackScript, ipReserveScript, ipReleaseScript, checkAndAddScript, pushScript, takeScript}
+
+// loadScripts loads every script (after a restart flushed them).
+func loadScripts(ctx context.Context, rdb redis.Scripter) error {
+	for _, s := range allScripts {
+		if err := s.Load(ctx, rdb).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func isNoScript(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+}
+
+// pipelined runs fill's EVALSHAs in one pipeline (one round trip); when
+// Redis lost its scripts (a restart) it loads them and runs the pipeline
+// again, which the scripts make safe (a NOSCRIPT call did nothing, and
+// every script is a check-then-write that a second run does not repeat).
+func (c *Crawl) pipelined(ctx context.Context, op string, fill func(p redis.Pipeliner)) ([]redis.Cmder, error) {
+	for attempt := 0; ; attempt++ {
+		cmds, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { fill(p); return nil })
+		noScript := false
+		for _, cmd := range cmds {
+			noScript = noScript || isNoScript(cmd.Err())
+		}
+		if noScript && attempt == 0 {
+			if err := loadScripts(ctx, c.rdb); err != nil {
+				return nil, wrap(op, err)
+			}
+			continue
+		}
+		if err == nil {
+			err = firstErr(cmds)
+		}
+		if err != nil && !isNoScript(err) {
+			return cmds, wrap(op, err)
+		}
+		return cmds, err
+	}
+}
+
+// run runs one script (EVALSHA, EVAL when the server lost it).
+func (c *Crawl) run(ctx context.Context, op string, s *redis.Script, keys []string, args ...any) (any, error) {
+	v, err := s.Run(ctx, c.rdb, keys, args...).Result()
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	return v, nil
+}

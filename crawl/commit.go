@@ -1,0 +1,229 @@
+package crawl
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/dedup"
+	"github.com/horseshoe-crawler/horseshoe/fetch"
+	"github.com/horseshoe-crawler/horseshoe/frontier"
+	"github.com/horseshoe-crawler/horseshoe/storage"
+)
+
+// commitTx is one page's commit: the store transaction and the scratch the
+// commit fills, made afresh for every run of the transaction (a store may
+// run it again on a conflict) and dropped after it. The shape of
+// prometheus's scrapeLoopAppender: the engine stays free of per-page state.
+type commitTx struct {
+	e         *Engine
+	tx        Tx
+	it        *frontier.Item
+	pushed    []frontier.Item // new queue entries, handed to the frontier after the commit
+	skipped   int             // mirror_skipped records written
+	withdrawn []string        // mirror decisions withdrawn by this page
+	decided   []string        // mirror decisions made by this page
+}
+
+// queue adds a queue entry to hand to the frontier once committed.
+func (ct *commitTx) queue(items ...frontier.Item) { ct.pushed = append(ct.pushed, items...) }
+
+// commit records the page and the links it contributes in one transaction.
+func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res *fetch.Result) {
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	if e.fatal() != nil {
+		return
+	}
+	stamp(it, p)
+	decision, err := e.decide(p, c)
+	if err != nil {
+		e.setFatal(fmt.Errorf("cannot decide %s: %w", it.URL, err))
+		return
+	}
+	learned := e.learnParams(p, c, decision)
+	var ct *commitTx
+	err = e.st.Update(e.sctx, func(tx Tx) error {
+		ct = &commitTx{e: e, tx: tx, it: it}
+		if err := putParamRules(tx, learned); err != nil {
+			return err
+		}
+		return ct.record(p, c, res, decision)
+	})
+	if err != nil {
+		e.setFatal(fmt.Errorf("cannot record %s: %w", it.URL, err))
+		return
+	}
+	e.committed(ct, p, c)
+}
+
+// stamp gives the record its item's identity.
+func stamp(it *frontier.Item, p *storage.Page) {
+	p.ID, p.URL, p.Host, p.Depth, p.Via = it.ID, it.URL, it.Host, it.Depth, it.Via
+	if it.FetchURL != "" && p.FinalURL == "" {
+		p.FinalURL = it.FetchURL // the URL that served the page
+	}
+	p.Verify = it.Verify
+	if p.FetchedAt.IsZero() {
+		p.FetchedAt = time.Now().UTC()
+	}
+}
+
+// decide asks the duplicate index about a page with content.
+func (e *Engine) decide(p *storage.Page, c *pageContent) (dedup.Decision, error) {
+	switch {
+	case c == nil:
+		return dedup.Decision{}, nil
+	case c.known != nil:
+		return *c.known, nil
+	case c.sig.Words == 0:
+		return dedup.Decision{}, nil
+	}
+	d, err := e.index.CheckAndAdd(e.sctx, p.ID, c.sig, e.settler(c.doc.Tokens))
+	if d.Class != dedup.Unique && d.Original == p.ID {
+		// A URL fetched again (queued twice) is not a copy of itself.
+		d = dedup.Decision{}
+	}
+	return d, err
+}
+
+// record writes the page's whole effect: its content and links, its
+// redirect, the dependents of a failure, the raw exchange, the record, and
+// the deletion of its queue entry (last: a crash before it fetches the page
+// again, its links already standing).
+func (ct *commitTx) record(p *storage.Page, c *pageContent, res *fetch.Result, d dedup.Decision) error {
+	if c != nil {
+		if err := ct.content(p, c, d); err != nil {
+			return err
+		}
+	}
+	if res != nil && p.Status >= 300 && p.Status < 400 {
+		item, ok, err := ct.e.redirect(ct.tx, ct.it, p, res.Header.Get("Location"))
+		if err != nil {
+			return err
+		}
+		if ok {
+			ct.queue(item)
+		}
+	}
+	if p.Failed() {
+		if err := ct.failed(); err != nil {
+			return err
+		}
+	}
+	if res != nil && ct.e.o.KeepRaw && len(res.RawBody) > 0 {
+		p.HasRaw = true
+		if err := ct.tx.PutRaw(p.ID, res.WireRequest(), res.WireResponse()); err != nil {
+			return err
+		}
+	}
+	if err := ct.e.mirror.recorded(ct, p); err != nil {
+		return err
+	}
+	if err := ct.tx.PutPage(p); err != nil {
+		return err
+	}
+	if err := ct.tx.DeleteQueue(ct.it.Host, ct.it.Seq); err != nil {
+		return err
+	}
+	return ct.tx.PutMeta(storage.MetaRequests, []byte(fmt.Sprint(ct.e.requests.Load())))
+}
+
+// content records a page with content: its class, mirror evidence, links,
+// text and (when unique) signature.
+func (ct *commitTx) content(p *storage.Page, c *pageContent, d dedup.Decision) error {
+	switch d.Class {
+	case dedup.Exact, dedup.Near:
+		p.Class = storage.Class(d.Class.String())
+		p.OriginalID, p.Similarity, p.Method = d.Original, d.Similarity, d.Method
+		if op, err := ct.tx.GetPage(d.Original); err == nil {
+			p.DuplicateOf = op.ServedURL()
+		}
+	default:
+		p.Class = storage.ClassUnique
+	}
+	if err := ct.e.mirror.content(ct, p, c); err != nil {
+		return err
+	}
+	if err := ct.links(p, c.links); err != nil {
+		return err
+	}
+	if err := ct.tx.PutText(p.ID, c.doc.Text); err != nil {
+		return err
+	}
+	if p.Class == storage.ClassUnique && c.sig != nil && c.sig.Words > 0 {
+		b, err := c.sig.MarshalBinary()
+		if err != nil {
+			return err
+		}
+		return ct.tx.PutSignature(p.ID, b)
+	}
+	return nil
+}
+
+// failed queues what a failed URL stood for: the copies skipped in its
+// favour (and, on a mirror, the copies of the failure itself).
+func (ct *commitTx) failed() error {
+	if err := ct.e.mirror.failed(ct); err != nil {
+		return err
+	}
+	// Each dependent is queued before its record goes: a crash between two
+	// parts of this transaction (storage.Update) then leaves it queued
+	// twice at worst, never lost.
+	deps, err := ct.tx.Dependents(ct.it.URL)
+	if err != nil {
+		return err
+	}
+	for _, d := range deps {
+		item, ok, err := ct.e.requeueDependent(ct.tx, d)
+		if err != nil {
+			return err
+		}
+		if ok {
+			ct.queue(item)
+		}
+		if err := ct.tx.DeleteDependent(ct.it.URL, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// skip records link as a copy of counterpart and registers it to be queued
+// if the counterpart's fetch fails.
+func (ct *commitTx) skip(link, counterpart string, cpID uint64, via *storage.Page, sim float64) error {
+	rec := &storage.Page{
+		URL: link, Host: frontier.HostKey(link), Depth: via.Depth + 1, Via: via.URL,
+		Class: storage.ClassMirrorSkipped, DuplicateOf: counterpart, OriginalID: cpID,
+		Method: "mirror", Similarity: sim, FetchedAt: time.Now().UTC(),
+	}
+	// The dependent first: a crash between two parts of the transaction
+	// then leaves a dependent without its skip record (queued if the
+	// counterpart fails, as it should be), never a skipped URL that nothing
+	// would queue again.
+	if err := ct.tx.AddDependent(counterpart, storage.Dependent{ID: cpID, URL: link, Depth: via.Depth + 1, Via: via.URL}); err != nil {
+		return err
+	}
+	ct.skipped++
+	return ct.tx.PutSkipped(rec)
+}
+
+// committed updates the counters and caches after the transaction, hands
+// the new queue entries to the frontier and acts on mirror decisions.
+func (e *Engine) committed(ct *commitTx, p *storage.Page, c *pageContent) {
+	if p.Class.Duplicate() {
+		e.dups.Add(1)
+	}
+	e.countClass(p.Class, 1)
+	e.countClass(storage.ClassMirrorSkipped, ct.skipped)
+	if c != nil && c.digest != nil && c.sig != nil && c.sig.Words > 0 {
+		orig := p.ID
+		if p.Class == storage.ClassExact {
+			orig = p.OriginalID
+		}
+		if p.Class == storage.ClassUnique || p.Class == storage.ClassExact {
+			e.digests.put(*c.digest, digestHit{original: orig, simhash: p.Simhash})
+		}
+	}
+	e.push(ct.pushed)
+	e.mirror.committed(ct)
+}

@@ -1,0 +1,158 @@
+package crawl
+
+import (
+	"context"
+	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/dedup"
+	"github.com/horseshoe-crawler/horseshoe/frontier"
+	"github.com/horseshoe-crawler/horseshoe/storage"
+)
+
+// The state a crawl shares, named by what the engine does with it. Badger
+// (storage.DB, through BadgerStore) and the in-memory frontier and dedup index
+// implement every interface here; a shared backend (issue 19: Redis) implements
+// them again, and storage/storetest checks any implementation against the
+// same suite. docs/SEAMS.md states what each guarantees.
+//
+// Writes go through Store.Update: one call is one page's whole effect (its
+// record, its links' queue entries and seen marks, skip records, evidence),
+// and its reads see its own writes. The context given to Update bounds the
+// whole transaction: a network store carries it into every call of the Tx.
+
+// SeenSet is the set of URLs the crawl knows (queued, fetched or skipped as a
+// known copy's dependent), each under the page id it was given.
+type SeenSet interface {
+	// SeenID returns the page id of u, if u is in the set.
+	SeenID(u string) (id uint64, seen bool, err error)
+	// CheckAndMark adds u under a new id (newID is called only then) unless
+	// u is in the set, and returns u's id and whether this call added it.
+	// Atomic: of two transactions that mark one URL, one adds it.
+	CheckAndMark(u string, newID func() uint64) (id uint64, fresh bool, err error)
+}
+
+// QueueLog is the durable side of the frontier's queues: an entry is written
+// when a URL is queued and deleted when its page is recorded, so a crash
+// loses no URL (frontier.Store reads them back).
+type QueueLog interface {
+	PutQueue(it frontier.Item) error
+	DeleteQueue(host string, seq uint64) error
+}
+
+// PageRecords are the records of the URLs the crawl dealt with, by page id.
+type PageRecords interface {
+	NewID() uint64 // never reused, even by a transaction that fails
+	GetPage(id uint64) (*storage.Page, error)
+	PutPage(p *storage.Page) error
+	DeletePage(id uint64) error // a skip record whose URL is queued again
+}
+
+// PageContent is what a fetched page leaves besides its record: the raw
+// request and response, the visible text (settlement, mirror comparisons),
+// the dedup signature (the index is rebuilt from them), the link hashes
+// (mirror link evidence).
+type PageContent interface {
+	PutRaw(id uint64, request, response []byte) error
+	PutText(id uint64, text string) error
+	PutSignature(id uint64, sig []byte) error
+	PutLinks(id uint64, hashes []uint64) error
+	GetLinks(id uint64) ([]uint64, error)
+}
+
+// SkipRecords are the records of links skipped as copies without a page id
+// of their own (class mirror_skipped), by URL.
+type SkipRecords interface {
+	PutSkipped(p *storage.Page) error
+	GetSkipped(u string) (*storage.Page, error) // nil, nil when u has none
+	DeleteSkipped(u string) error
+}
+
+// DependentSet holds the URLs skipped in favour of a counterpart, by
+// counterpart: they are queued if the counterpart fails.
+type DependentSet interface {
+	AddDependent(counterpart string, d storage.Dependent) error
+	Dependents(counterpart string) ([]storage.Dependent, error)
+	DeleteDependent(counterpart string, d storage.Dependent) error
+}
+
+// EvidenceLog holds mirror candidates, gap probes, parameter rules, give-ups
+// and capped crawl delays, as JSON records by kind and key.
+type EvidenceLog interface {
+	PutEvidence(kind, key string, v any) error
+	// TakeEvidence returns and deletes one record: of two transactions
+	// that take it, one gets it.
+	TakeEvidence(kind, key string) ([]byte, bool, error)
+}
+
+// Tx is one page's transaction (storage.Tx implements it).
+type Tx interface {
+	SeenSet
+	QueueLog
+	PageRecords
+	PageContent
+	SkipRecords
+	DependentSet
+	EvidenceLog
+	PutMeta(name string, v []byte) error
+}
+
+// Store opens transactions and reads outside them.
+type Store interface {
+	// Update runs fn in one transaction: its writes become visible
+	// together, or (on an error, or a conflict fn is retried for) not at
+	// all. A store may commit a very large transaction in parts, in the
+	// order fn wrote them (storage.DB.Update): the engine writes a page's
+	// links before its record and the deletion of its queue entry.
+	Update(ctx context.Context, fn func(tx Tx) error) error
+	GetMeta(ctx context.Context, name string) ([]byte, error) // storage.ErrNotFound when absent
+	PutMeta(ctx context.Context, name string, v []byte) error
+	Page(ctx context.Context, id uint64) (*storage.Page, error)
+	Text(ctx context.Context, id uint64) (string, error)
+	ForEachPage(ctx context.Context, fn func(*storage.Page) error) error
+	ForEachSkipped(ctx context.Context, fn func(*storage.Page) error) error
+	ForEachSignature(ctx context.Context, fn func(id uint64, sig []byte) error) error
+	ForEachEvidence(ctx context.Context, kind string, fn func(key string, v []byte) error) error
+}
+
+// DuplicateIndex is the near-duplicate index: exact fingerprints,
+// supershingle keys, simhashes and sketches of the unique pages.
+type DuplicateIndex interface {
+	// CheckAndAdd decides whether the page is a duplicate of an indexed
+	// one and, when it is unique, adds it: atomic, so of two copies
+	// checked at once one is the original.
+	CheckAndAdd(ctx context.Context, id uint64, sig *dedup.Signature, settle dedup.Settler) (dedup.Decision, error)
+	// Add indexes a page unconditionally (the rebuild on resume).
+	Add(ctx context.Context, id uint64, sig *dedup.Signature) error
+}
+
+// Queues is the frontier as the workers use it: leases, their release and
+// end, new entries, and what the frontier gave up.
+type Queues interface {
+	Next(ctx context.Context) (*frontier.Item, error) // a lease; an error when stopped
+	Release(it *frontier.Item, o frontier.Outcome) (requeued bool)
+	Finish(it *frontier.Item)
+	Push(items ...frontier.Item)
+	Assign(host string) uint64 // the next sequence number of host's queue
+	Hosts() []string
+	Stats() frontier.Stats
+	GiveUps() []frontier.GiveUp
+	Stop()
+}
+
+// Politeness is the frontier's clock per host and per IP.
+type Politeness interface {
+	SetCrawlDelay(host string, d time.Duration) (capped bool)
+	SetPoliteKey(host, key string)
+	AwaitPoliteKey(host string)
+}
+
+// Frontier is the frontier the engine drives (*frontier.Frontier).
+type Frontier interface {
+	Queues
+	Politeness
+}
+
+var (
+	_ Tx       = (*storage.Tx)(nil)
+	_ Frontier = (*frontier.Frontier)(nil)
+)
