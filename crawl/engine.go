@@ -108,6 +108,7 @@ type Engine struct {
 	capLogged map[string]bool
 
 	params *frontier.ParamLearner // irrelevant parameters per host (params.go)
+	rc     recrawlRound           // the latest recrawl (recrawl.go)
 
 	errMu    sync.Mutex
 	fatalErr error
@@ -143,6 +144,7 @@ func NewShared(o Options, st Store, fr Frontier, f Fetcher, robots RobotsSource,
 		mr := &mirrorRules{e: e, det: o.Mirror}
 		e.mirror, e.links = mr, mirrorLinks{mr}
 	}
+	e.rc = loadRecrawl(e.sctx, st)
 	if b, err := st.GetMeta(e.sctx, storage.MetaRequests); err == nil {
 		var n int64
 		fmt.Sscan(string(b), &n)

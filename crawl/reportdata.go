@@ -36,6 +36,9 @@ func ReportData(db *storage.DB, filter string, curve []report.CurvePoint) (*repo
 		return nil, err
 	}
 	reportRun(db, d)
+	if err := reportChanges(db, d); err != nil {
+		return nil, fmt.Errorf("recrawl changes: %w", err)
+	}
 	return d, nil
 }
 

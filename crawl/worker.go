@@ -31,6 +31,7 @@ type attempt struct {
 	base    *url.URL
 	res     *fetch.Result
 	err     error
+	revisit *storage.Page // the stored version a recrawl revisits (recrawl.go)
 }
 
 // handle processes one leased item to the end of its lease.
@@ -47,6 +48,8 @@ func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
 	}
 	defer e.recordGiveUps()
 	switch {
+	case a.revisit != nil:
+		e.commitRevisit(it, a)
 	case a.fetched:
 		e.pages.Add(1)
 		p, c := e.page(a)
@@ -82,7 +85,13 @@ func (e *Engine) attempt(ctx context.Context, it *frontier.Item) attempt {
 			return a
 		}
 	}
-	return e.request(ctx, it, u)
+	prev, done := e.revisitOf(it)
+	if done {
+		return attempt{revisit: prev}
+	}
+	a := e.request(ctx, it, u, prev)
+	a.revisit = prev
+	return a
 }
 
 // robotsCheck applies robots.txt to a lease; done reports that the attempt
@@ -119,9 +128,9 @@ func (e *Engine) robotsCheck(ctx context.Context, it *frontier.Item, u *url.URL)
 }
 
 // request fetches the leased URL.
-func (e *Engine) request(ctx context.Context, it *frontier.Item, u *url.URL) attempt {
+func (e *Engine) request(ctx context.Context, it *frontier.Item, u *url.URL, prev *storage.Page) attempt {
 	start := time.Now()
-	res, ferr := e.f.Fetch(ctx, it.Target())
+	res, ferr := e.fetchVersion(ctx, it.Target(), prev)
 	e.requests.Add(1)
 	a := attempt{fetched: true, base: u, res: res, err: ferr,
 		release: frontier.Outcome{Requested: true, ResponseTime: time.Since(start)}}
@@ -258,6 +267,7 @@ func fillFromResult(p *storage.Page, r *fetch.Result) {
 		p.Redirects = r.Redirects
 	}
 	p.SHA256, p.SHA1 = r.PayloadDigests()
+	p.ETag, p.LastModified = r.Header.Get("ETag"), r.Header.Get("Last-Modified")
 }
 
 // payloadDigests remembers, per payload, the page it is (or is a copy of):

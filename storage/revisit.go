@@ -33,7 +33,9 @@ type Revisit struct {
 	FetchedAt  time.Time `json:"fetched_at"`
 	Similarity float64   `json:"similarity,omitempty"` // to the previous version (exact Jaccard when settled)
 	Settled    bool      `json:"settled,omitempty"`
-	Error      string    `json:"error,omitempty"` // why the revisit could not tell (ChangeFailed)
+	Error      string    `json:"error,omitempty"` // why the revisit could not tell (ChangeFailed), or a note
+	// Conditional: the request carried If-None-Match or If-Modified-Since.
+	Conditional bool `json:"conditional,omitempty"`
 	// Profile is the WARC revisit profile of an unchanged page whose
 	// payload was not sent again (304) or was sent byte-identical;
 	// Request and Response are then that visit's request and response

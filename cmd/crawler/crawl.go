@@ -31,6 +31,7 @@ type crawlFlags struct {
 	workers             int
 	allowPrivate        bool
 	quiet               bool
+	recrawl             bool
 	serve               string
 	cpuProfile          string
 	set                 map[string]bool
@@ -48,6 +49,7 @@ func parseCrawlFlags(args []string, stderr io.Writer) (*crawlFlags, []string, er
 	fs.IntVar(&cf.workers, "workers", 0, "concurrent fetches (overrides crawl.workers)")
 	fs.BoolVar(&cf.allowPrivate, "allow-private-networks", false, "allow loopback and private addresses (link-local and cloud metadata addresses stay refused; see fetch.allow_addresses)")
 	fs.BoolVar(&cf.quiet, "quiet", false, "no progress output (a refreshing line on a terminal, log lines otherwise)")
+	fs.BoolVar(&cf.recrawl, "recrawl", false, "revisit the pages of the earlier crawl in --data with conditional requests and class their changes")
 	fs.StringVar(&cf.serve, "serve", "", "serve the live HTML report and /metrics on this address during the crawl, e.g. 127.0.0.1:8080")
 	fs.StringVar(&cf.cpuProfile, "cpuprofile", "", "write a CPU profile of the crawl to this file")
 	if err := parseFlagArgs(fs, args); err != nil {
@@ -89,7 +91,7 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer pprof.StopCPUProfile()
 	}
-	run := crawlRun{allowPrivate: cf.allowPrivate, serve: cf.serve, ui: ui, logger: logger, stdout: stdout}
+	run := crawlRun{allowPrivate: cf.allowPrivate, recrawl: cf.recrawl, serve: cf.serve, ui: ui, logger: logger, stdout: stdout}
 	return asUsage(run.crawl(ctx, cfg, cf.data, seeds))
 }
 
@@ -150,6 +152,7 @@ func asUsage(err error) error {
 // where the live report is served ("" for nowhere), and what it shows.
 type crawlRun struct {
 	allowPrivate bool
+	recrawl      bool
 	serve        string
 	ui           *console.UI // nil shows no progress
 	logger       *slog.Logger
@@ -167,6 +170,7 @@ func (r crawlRun) crawl(ctx context.Context, cfg configs.Config, dataDir string,
 			err = fmt.Errorf("storage: %w", cerr)
 		}
 	}()
+	sess.Recrawl = r.recrawl
 	policy, err := crawl.AddrPolicy(ctx, cfg.Fetch, sess.Seeds, r.allowPrivate, r.logger)
 	if err != nil {
 		return err
