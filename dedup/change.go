@@ -11,8 +11,8 @@ import "fmt"
 // The rule, for the previous signature p and the new one c:
 //
 //   - p.Exact == c.Exact (the same normalized token stream): ChangeNone.
-//   - fewer than SettleFloor() of the Samples min-hash samples agree (68 of
-//     84 at 0.95): ChangeReal, without settling; a pair at J >= Threshold falls
+//   - fewer than SettleFloor() of the Samples min-hash samples agree:
+//     ChangeReal, without settling; a pair at J >= Threshold falls
 //     below the floor with probability < SettleMissBound.
 //   - otherwise settled on the exact Jaccard of the two versions' looped
 //     shingle sets, when both token streams are given: ChangeTrivial when
@@ -25,9 +25,10 @@ import "fmt"
 //
 // A consequence to know: the edit a page absorbs shrinks with the page. k
 // consecutive changed words change k+w-1 of n looped shingles, so J is about
-// (n-k-w+1)/(n+k+w-1), and a date of 3 words (w = 5) is trivial only on
-// pages of about 270 words or more. A short page with a new date is ChangeReal,
-// as the duplicate decision would keep two such pages apart.
+// (n-k-w+1)/(n+k+w-1), and J >= t needs n >= (k+w-1)(1+t)/(1-t): a date of 3
+// words (w = 5) is trivial on pages of 133 words or more at t = 0.90 (273 at
+// 0.95). A shorter page with a new date is ChangeReal, as the duplicate
+// decision would keep two such pages apart.
 
 // Change is how a page of a recrawl relates to its previous version.
 type Change uint8

@@ -79,11 +79,11 @@ func TestCompareVersions(t *testing.T) {
 		{"counter", long, footer(long, strings.Replace(long.footer, "12,345", "12,401", 1)), ChangeTrivial},
 		{"counter and date", huge, footer(huge, "Last updated 26 November 2026 · © 2026 Example Gazette Ltd. All rights reserved. Visitors: 99,001"), ChangeTrivial},
 		// Real edits.
-		{"a paragraph rewritten", long, edit(long, func(v *versionPage) { v.paras[4] = genProse(r, 60) }), ChangeReal},
-		{"a paragraph added", long, edit(long, func(v *versionPage) {
-			v.paras = append(v.paras[:3], append([]string{genProse(r, 60)}, v.paras[3:]...)...)
+		{"two paragraphs rewritten", long, edit(long, func(v *versionPage) { v.paras[4], v.paras[7] = genProse(r, 60), genProse(r, 60) }), ChangeReal},
+		{"two paragraphs added", long, edit(long, func(v *versionPage) {
+			v.paras = append(v.paras[:3], append([]string{genProse(r, 60), genProse(r, 60)}, v.paras[3:]...)...)
 		}), ChangeReal},
-		{"a paragraph deleted", long, edit(long, func(v *versionPage) { v.paras = append(v.paras[:5], v.paras[6:]...) }), ChangeReal},
+		{"two paragraphs deleted", long, edit(long, func(v *versionPage) { v.paras = append(v.paras[:5], v.paras[7:]...) }), ChangeReal},
 		{"half rewritten", long, edit(long, func(v *versionPage) {
 			for i := 0; i < len(v.paras); i += 2 {
 				v.paras[i] = genProse(r, 60)
@@ -105,8 +105,8 @@ func TestCompareVersions(t *testing.T) {
 				j := ExactJaccard(det.Shingles(pt, nil), det.Shingles(ct, nil))
 				t.Fatalf("%s (exact J %.4f, sketch %d/84), want %s", got.Change, j, equalSamples(ps.Sketch, cs.Sketch), c.want)
 			}
-			if got.Change == ChangeTrivial && (!got.Settled || got.Similarity < 0.95) {
-				t.Errorf("trivial change not settled at >= 0.95: %+v", got)
+			if th := det.Options().Threshold; got.Change == ChangeTrivial && (!got.Settled || got.Similarity < th) {
+				t.Errorf("trivial change not settled at >= %g: %+v", th, got)
 			}
 			// The crawl's own duplicate decision agrees: index the previous
 			// version, check the new one with exact settlement.
@@ -133,7 +133,7 @@ func TestCompareVersionsSketchOnly(t *testing.T) {
 	v := p.clone()
 	v.footer = strings.Replace(v.footer, "12,345", "12,346", 1)
 	got := det.CompareVersions(det.Sign(simpleTokens(p.text())), det.Sign(simpleTokens(v.text())), nil, simpleTokens(v.text()))
-	if got.Change != ChangeTrivial || got.Settled || got.Similarity < 0.95 {
+	if got.Change != ChangeTrivial || got.Settled || got.Similarity < det.Options().Threshold {
 		t.Errorf("counter on 2,000 words, sketch only: %+v, want trivially_changed on the estimate", got)
 	}
 	v.paras = v.paras[:len(v.paras)/2]
