@@ -346,6 +346,9 @@ func (e *Engine) recordGiveUps() {
 		}
 		for i := range g.Items {
 			it := g.Items[i]
+			if e.giveUpRevisit(&it, g.Reason) {
+				continue
+			}
 			e.commit(&it, &storage.Page{Class: class, ErrorClass: "gave_up", Error: "host given up: " + g.Reason}, nil, nil)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -158,17 +159,48 @@ func revisitOrder(a, b revisitCand) int {
 }
 
 // revisitOf returns the stored version of a leased URL that a recrawl
-// revisits (nil for a URL never fetched), and whether this round already
-// visited it (a queue entry left twice by a crash).
-func (e *Engine) revisitOf(it *frontier.Item) (prev *storage.Page, done bool) {
+// revisits, nil for a URL never fetched.
+func (e *Engine) revisitOf(it *frontier.Item) *storage.Page {
 	if e.rc.round == 0 {
-		return nil, false
+		return nil
 	}
 	p, err := e.st.Page(e.sctx, it.ID)
 	if err != nil || p.URL != it.URL || !revisitable(p) {
-		return nil, false
+		return nil
 	}
-	return p, p.Revisit != nil && p.Revisit.Round == e.rc.round
+	return p
+}
+
+// attemptRevisit takes a revisit up to its release: the address policy and
+// robots.txt as for any URL (a refusal is a failed revisit: the stored
+// version stays), no mirror skip (the URL has its own stored version), then
+// the conditional request. A URL this round already visited (a queue entry
+// left twice) is not requested again.
+func (e *Engine) attemptRevisit(ctx context.Context, it *frontier.Item, u *url.URL, prev *storage.Page) attempt {
+	if prev.Revisit != nil && prev.Revisit.Round == e.rc.round {
+		e.dropQueueEntry(it)
+		return attempt{settled: true}
+	}
+	refused := func(why string) attempt {
+		return attempt{revisit: prev, fetched: true, err: errors.New("not requested: " + why)}
+	}
+	if e.o.Addresses != nil {
+		if err := e.o.Addresses.CheckHost(u.Host); err != nil {
+			return refused("refused by the address policy: " + err.Error())
+		}
+	}
+	if e.o.ObeyRobots && e.robots != nil {
+		if a, done := e.robotsCheck(ctx, it, u); done {
+			if a.record != nil {
+				a = refused(a.record.Error)
+			}
+			a.revisit = prev
+			return a
+		}
+	}
+	a := e.request(ctx, it, u, prev)
+	a.revisit = prev
+	return a
 }
 
 // conditionalFetcher fetches with validators (*fetch.Fetcher does).
@@ -303,14 +335,17 @@ func wireHeader(res *fetch.Result) []byte {
 
 // commitRevisit records a revisit in one transaction: the updated record,
 // a new version's raw exchange, text and signature, the links it adds, and
-// the deletion of the queue entry. A URL this round already visited only
-// loses its queue entry.
+// the deletion of the queue entry. An attempt that made no request and
+// refused nothing (robots.txt unavailable, the host given up) records
+// nothing: the queue entry stays for a later run, as any URL's.
 func (e *Engine) commitRevisit(it *frontier.Item, a attempt) {
-	var r *revisitResult
-	if a.fetched {
-		e.pages.Add(1)
-		r = e.revisit(a)
+	if !a.fetched {
+		return
 	}
+	if a.release.Requested {
+		e.pages.Add(1)
+	}
+	r := e.revisit(a)
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
 	if e.fatal() != nil {
@@ -318,14 +353,11 @@ func (e *Engine) commitRevisit(it *frontier.Item, a attempt) {
 	}
 	var pushed []frontier.Item
 	err := e.st.Update(e.sctx, func(tx Tx) error {
-		pushed = pushed[:0]
-		if r != nil {
-			items, err := e.recordRevisit(tx, r)
-			if err != nil {
-				return err
-			}
-			pushed = items
+		items, err := e.recordRevisit(tx, r)
+		if err != nil {
+			return err
 		}
+		pushed = items
 		if err := tx.DeleteQueue(it.Host, it.Seq); err != nil {
 			return err
 		}
@@ -335,7 +367,7 @@ func (e *Engine) commitRevisit(it *frontier.Item, a attempt) {
 		e.setFatal(fmt.Errorf("cannot record the revisit of %s: %w", it.URL, err))
 		return
 	}
-	if r != nil && r.sig != nil && r.sig.Words > 0 && r.rec.Class == storage.ClassUnique {
+	if r.sig != nil && r.sig.Words > 0 && r.rec.Class == storage.ClassUnique {
 		// New pages are compared with the current version too (the
 		// previous one stays indexed under the same id; settlement
 		// reads the current text).
@@ -345,6 +377,28 @@ func (e *Engine) commitRevisit(it *frontier.Item, a attempt) {
 		}
 	}
 	e.push(pushed)
+}
+
+// dropQueueEntry deletes the queue entry of a URL this round already
+// visited.
+func (e *Engine) dropQueueEntry(it *frontier.Item) {
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	err := e.st.Update(e.sctx, func(tx Tx) error { return tx.DeleteQueue(it.Host, it.Seq) })
+	if err != nil {
+		e.setFatal(fmt.Errorf("cannot drop the queue entry of %s: %w", it.URL, err))
+	}
+}
+
+// giveUpRevisit records a revisit of a host the frontier gave up as a
+// failed revisit, keeping the stored version; false when it is no revisit.
+func (e *Engine) giveUpRevisit(it *frontier.Item, reason string) bool {
+	prev := e.revisitOf(it)
+	if prev == nil {
+		return false
+	}
+	e.commitRevisit(it, attempt{revisit: prev, fetched: true, err: errors.New("host given up: " + reason)})
+	return true
 }
 
 // recordRevisit writes a revisit's record and new version, and queues the

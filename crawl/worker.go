@@ -66,6 +66,9 @@ func (e *Engine) attempt(ctx context.Context, it *frontier.Item) attempt {
 	if err != nil {
 		return attempt{record: &storage.Page{Class: storage.ClassError, Error: err.Error(), ErrorClass: "url"}}
 	}
+	if prev := e.revisitOf(it); prev != nil {
+		return e.attemptRevisit(ctx, it, u, prev)
+	}
 	if !it.Verify {
 		if a, ok := e.mirror.skipLeased(it); ok {
 			return a
@@ -85,13 +88,7 @@ func (e *Engine) attempt(ctx context.Context, it *frontier.Item) attempt {
 			return a
 		}
 	}
-	prev, done := e.revisitOf(it)
-	if done {
-		return attempt{revisit: prev}
-	}
-	a := e.request(ctx, it, u, prev)
-	a.revisit = prev
-	return a
+	return e.request(ctx, it, u, nil)
 }
 
 // robotsCheck applies robots.txt to a lease; done reports that the attempt
