@@ -81,6 +81,11 @@ func (e *Engine) Recrawl() (round, queued int, err error) {
 		if err := tx.PutMeta(storage.MetaRecrawlRound, []byte(strconv.Itoa(rc.round))); err != nil {
 			return nil, err
 		}
+		// Not complete until the frontier is empty again: a run that
+		// stops before then leaves this round to the next --recrawl.
+		if err := tx.PutMeta(storage.MetaComplete, []byte("false")); err != nil {
+			return nil, err
+		}
 		return items, tx.PutMeta(storage.MetaRecrawlStarted, []byte(rc.started.Format(time.RFC3339Nano)))
 	})
 	if err != nil {

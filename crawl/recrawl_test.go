@@ -315,3 +315,82 @@ func checkRecrawlWARC(t *testing.T, db *storage.DB, notModified, identical strin
 		}
 	}
 }
+
+// TestRecrawlFailedAndContinued: a recrawl that stops before its first
+// request is continued by the next --recrawl (same round, nothing queued
+// twice, one request per page); a revisit answered 500 is failed and keeps
+// the stored version.
+func TestRecrawlFailedAndContinued(t *testing.T) {
+	root := t.TempDir()
+	const ip = "127.0.0.2"
+	s := &recrawlSite{dir: filepath.Join(root, ip), r: rand.New(rand.NewPCG(5, 6))}
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	s.write(t, "index.html", "The index.", "footer", []string{"a.html", "broken.html"}, t0)
+	s.write(t, "a.html", s.words(300), "footer", nil, t0)
+	s.write(t, "broken.html", s.words(300), "footer", nil, t0)
+	var failing sync.Map
+	log := &condLog{}
+	web, err := testweb.Start(root, testweb.Options{Handler: func(ip string, next http.Handler) http.Handler {
+		return log.wrap(ip, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if _, ok := failing.Load(r.URL.Path); ok {
+				http.Error(w, "boom", http.StatusInternalServerError)
+				return
+			}
+			next.ServeHTTP(w, r)
+		}))
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	seed := web.URL(ip, "/index.html")
+	data := t.TempDir()
+	crawlDir(t, data, false, seed)
+	log.take()
+	failing.Store("/broken.html", true)
+
+	// A recrawl queued, then stopped before any request.
+	db, err := storage.Open(data, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := crawlConfig{}.withDefaults().config()
+	c, err := crawl.Build(cfg, db, crawl.Env{Seeds: []string{seed}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if round, n, err := c.Engine.Recrawl(); err != nil || round != 1 || n != 3 {
+		t.Fatalf("Recrawl = %d, %d, %v; want round 1, 3 queued", round, n, err)
+	}
+	c.Close()
+	db.Close()
+
+	crawlDir(t, data, true, seed) // continues round 1
+	reqs := log.take()
+	if len(reqs) != 3 {
+		t.Errorf("the continued recrawl made %d requests, want 3 (one a page): %v", len(reqs), reqs)
+	}
+	db, err = storage.Open(data, storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rd, err := crawl.ReportData(db, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch := rd.Changes; ch == nil || ch.Round != 1 || ch.ByChange[report.ChangeFailed] != 1 || ch.ByChange[report.ChangeNone] != 2 {
+		t.Errorf("changes %+v", rd.Changes)
+	}
+	broken := recordOf(t, db, web.URL(ip, "/broken.html"))
+	if broken.Class != storage.ClassUnique || broken.Status != 200 || broken.Revisit == nil ||
+		broken.Revisit.Change != storage.ChangeFailed || broken.Revisit.Status != 500 {
+		t.Errorf("broken.html after a failed revisit: class %s status %d revisit %+v", broken.Class, broken.Status, broken.Revisit)
+	}
+	if text, err := db.Text(broken.ID); err != nil || len(strings.Fields(text)) < 300 {
+		t.Errorf("broken.html lost its stored text: %v", err)
+	}
+}
