@@ -87,12 +87,23 @@ func (l *condLog) take() []condReq {
 // dir, wired by crawl.Build, to the end.
 func crawlDir(t *testing.T, dir string, recrawl bool, seeds ...string) {
 	t.Helper()
+	crawlStore(t, dir, recrawl, 0, seeds...)
+}
+
+// crawlDirWorkers recrawls with the given number of workers.
+func crawlDirWorkers(t *testing.T, dir string, workers int, seeds ...string) {
+	t.Helper()
+	crawlStore(t, dir, true, workers, seeds...)
+}
+
+func crawlStore(t *testing.T, dir string, recrawl bool, workers int, seeds ...string) {
+	t.Helper()
 	db, err := storage.Open(dir, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	cfg := crawlConfig{}.withDefaults().config()
+	cfg := crawlConfig{Workers: workers}.withDefaults().config()
 	cfg.Storage.KeepRaw = true
 	c, err := crawl.Build(cfg, db, crawl.Env{Seeds: seeds}, nil)
 	if err != nil {
@@ -392,5 +403,61 @@ func TestRecrawlFailedAndContinued(t *testing.T) {
 	}
 	if text, err := db.Text(broken.ID); err != nil || len(strings.Fields(text)) < 300 {
 		t.Errorf("broken.html lost its stored text: %v", err)
+	}
+}
+
+// TestRecrawlOrder: with one worker, a recrawl requests first the page whose
+// sitemap lastmod is later than its stored version, then the page that
+// changed at the last recrawl, then the others, oldest version first; a page
+// whose lastmod says it did not change comes last.
+func TestRecrawlOrder(t *testing.T) {
+	root := t.TempDir()
+	const ip = "127.0.0.2"
+	s := &recrawlSite{dir: filepath.Join(root, ip), r: rand.New(rand.NewPCG(8, 9))}
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	names := []string{"a.html", "b.html", "c.html", "d.html"}
+	for _, n := range names {
+		s.write(t, n, s.words(200), "footer", nil, t0)
+	}
+	s.write(t, "index.html", "The index.", "footer", names, t0)
+	log := &condLog{}
+	web, err := testweb.Start(root, testweb.Options{Handler: log.wrap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	seed := web.URL(ip, "/index.html")
+	data := t.TempDir()
+	crawlDir(t, data, false, seed)
+	// b changes before the first recrawl: its history says it changes.
+	s.write(t, "b.html", s.words(200), "footer", nil, t0.Add(time.Minute))
+	crawlDir(t, data, true, seed)
+	log.take()
+
+	// The sitemap says c changed after it was fetched and d did not.
+	db, err := storage.Open(data, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *storage.Tx) error {
+		if err := tx.PutEvidence("sitemap_url", web.URL(ip, "/c.html"), map[string]any{"lastmod": time.Now().Add(time.Hour)}); err != nil {
+			return err
+		}
+		return tx.PutEvidence("sitemap_url", web.URL(ip, "/d.html"), map[string]any{"lastmod": t0.Add(-time.Hour)})
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crawlDirWorkers(t, data, 1, seed)
+	var order []string
+	for _, r := range log.take() {
+		order = append(order, strings.TrimPrefix(r.path, "/"))
+	}
+	if got := strings.Join(order, " "); !strings.HasPrefix(got, "c.html b.html") || !strings.HasSuffix(got, "d.html") || len(order) != 5 {
+		t.Errorf("recrawl order %q: want c.html (sitemap), b.html (history) first and d.html (sitemap: unchanged) last", got)
 	}
 }
