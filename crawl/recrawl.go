@@ -270,6 +270,17 @@ func (e *Engine) revisit(a attempt) *revisitResult {
 	default:
 		e.newVersion(a, out, &rv)
 	}
+	if rv.Profile != "" {
+		// Unchanged: the stored version stays, under the validators the
+		// server gives it now (a file touched keeps its bytes and gets a
+		// new ETag), so that the next recrawl is answered 304.
+		if v := res.Header.Get("ETag"); v != "" {
+			rec.ETag = v
+		}
+		if v := res.Header.Get("Last-Modified"); v != "" {
+			rec.LastModified = v
+		}
+	}
 	if rv.Change != storage.ChangeFailed {
 		rv.Visits++
 	}

@@ -239,6 +239,12 @@ func TestRecrawlChanges(t *testing.T) {
 		t.Errorf("304s for %v, want /same.html alone", notModified)
 	}
 
+	// The byte-identical page keeps its stored version under its new
+	// validators, so that the next recrawl gets a 304.
+	if rt := recordOf(t, db, web.URL(ip, "/retouched.html")); rt.ETag == "" || rt.ETag == byPath["retouched.html"].inm {
+		t.Errorf("retouched.html keeps ETag %q, sent %q: the server's new ETag is not stored", rt.ETag, byPath["retouched.html"].inm)
+	}
+
 	// The record of the trivial change holds the new version and the
 	// settled similarity to the previous one.
 	dated := recordOf(t, db, web.URL(ip, "/dated.html"))
