@@ -23,6 +23,7 @@ func TestImportRules(t *testing.T) {
 		{pkg: "parse", forbidden: []string{"net/http", "os", mod}, allowed: []string{mod + "internal/whatwgurl"}, deps: []string{"github.com/dgraph-io/badger", "github.com/gocolly"}},
 		{pkg: "internal/whatwgurl", forbidden: []string{"net/http", "os", mod}, deps: []string{"net/http", "github.com/dgraph-io/badger"}},
 		{pkg: "dedup", forbidden: []string{"net/http", "os", mod}, deps: []string{"net/http", "github.com/dgraph-io/badger"}},
+		{pkg: "sitemap", forbidden: []string{"net/http", "os", mod}, deps: []string{"net/http", "github.com/dgraph-io/badger"}},
 		{pkg: "mirror", forbidden: []string{"net/http", "os", mod}, deps: []string{"net/http", "github.com/dgraph-io/badger"}},
 		{pkg: "frontier", forbidden: []string{mod + "fetch", mod + "storage", mod + "crawl", "github.com/dgraph-io/badger"}},
 		{pkg: "storage", forbidden: []string{mod + "fetch", mod + "crawl", mod + "parse", mod + "dedup"}},

@@ -74,6 +74,7 @@ type Crawl struct {
 	Deny               []string `yaml:"deny"`
 	FollowNofollow     bool     `yaml:"follow_nofollow"`
 	SkipDuplicateLinks bool     `yaml:"skip_duplicate_links"`
+	Sitemaps           bool     `yaml:"sitemaps"`
 }
 
 // Politeness holds per-host pacing, robots.txt and back-off.

@@ -207,6 +207,7 @@ func EngineOptions(cfg configs.Config) Options {
 		Trap:               TrapOptions(cfg.URLs),
 		FollowNofollow:     cfg.Crawl.FollowNofollow,
 		SkipDuplicateLinks: cfg.Crawl.SkipDuplicateLinks,
+		Sitemaps:           cfg.Crawl.Sitemaps,
 		ObeyRobots:         cfg.Politeness.ObeyRobots,
 		RobotsAgent:        cfg.Fetch.RobotsAgent,
 		RobotsRetry:        cfg.Politeness.RobotsRetry.D(),

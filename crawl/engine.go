@@ -6,6 +6,8 @@
 // (commit.go, serial): dedup decision, links to follow or skip (links.go),
 // mirror actions (mirror.go), one storage transaction -> push the new queue
 // entries to the frontier -> finish the lease.
+// A sitemap item (sitemaps.go) takes the same way up to the fetch; its body
+// is read as a sitemap and its URLs queued in a transaction of its own.
 //
 // Commits are serialized so that "is this page a duplicate" and "are its
 // links' counterparts known" are answered against a state in which every
@@ -72,6 +74,7 @@ type Options struct {
 	Resolver           Resolver         // politeness lookups (nil = net.DefaultResolver)
 	MaxLookups         int              // concurrent politeness lookups (0 = DefaultMaxLookups)
 	LookupTimeout      time.Duration    // one politeness lookup (0 = DefaultLookupTimeout)
+	Sitemaps           bool             // fetch the sitemaps robots.txt names and queue their URLs (sitemaps.go)
 }
 
 // Engine runs a crawl over one store.
@@ -109,6 +112,8 @@ type Engine struct {
 
 	params *frontier.ParamLearner // irrelevant parameters per host (params.go)
 	rc     recrawlRound           // the latest recrawl (recrawl.go)
+
+	sitemaps sitemapState // sitemaps.go
 
 	errMu    sync.Mutex
 	fatalErr error

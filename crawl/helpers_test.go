@@ -262,6 +262,7 @@ type crawlConfig struct {
 	Timeout        time.Duration     // the whole crawl; the test fails when it is hit
 	Policy         *fetch.AddrPolicy // address policy (DenyPrivate); nil: any address
 	Resolver       fetch.Resolver    // name lookups of the fetcher and the engine; nil: the system's
+	NoSitemaps     bool              // crawl.sitemaps: false
 }
 
 func (c crawlConfig) withDefaults() crawlConfig {
@@ -299,6 +300,7 @@ func (c crawlConfig) config() configs.Config {
 	p.BackoffBase, p.BackoffMax, p.MaxFailures = configs.Duration(c.BackoffBase), configs.Duration(c.BackoffMax), c.MaxFailures
 	cfg.Crawl.Workers, cfg.Crawl.MaxDepth, cfg.Crawl.FollowNofollow = c.Workers, 10, c.FollowNofollow
 	cfg.Crawl.SkipDuplicateLinks, cfg.Mirror.Enabled = c.Mirror, c.Mirror
+	cfg.Crawl.Sitemaps = !c.NoSitemaps
 	if c.ScopeAny {
 		cfg.Crawl.Scope = "any"
 	}
@@ -315,7 +317,8 @@ type crawlResult struct {
 	GiveUps  map[string]string        // host given up -> reason (frontier or stored evidence)
 	Requests int64
 	Elapsed  time.Duration
-	Text     string // the text report
+	Text     string                       // the text report
+	Hints    map[string]crawl.SitemapHint // what sitemaps said, by canonical URL
 }
 
 // page returns the stored record of rawURL (canonicalized), failing the test
@@ -394,6 +397,10 @@ func runCrawl(tb testing.TB, cfg crawlConfig, seeds ...string) crawlResult {
 		return nil
 	}); err != nil {
 		tb.Fatalf("ForEachPage: %v", err)
+	}
+	res.Hints = map[string]crawl.SitemapHint{}
+	if err := crawl.SitemapHints(db, func(h crawl.SitemapHint) error { res.Hints[h.URL] = h; return nil }); err != nil {
+		tb.Fatalf("SitemapHints: %v", err)
 	}
 	rd, err := crawl.ReportData(db, "", nil)
 	if err != nil {

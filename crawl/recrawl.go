@@ -72,6 +72,9 @@ func (e *Engine) Recrawl() (round, queued int, err error) {
 		for _, c := range cands {
 			p := c.page
 			it := frontier.Item{ID: p.ID, URL: p.URL, Depth: p.Depth, Via: p.Via, Host: frontier.HostKey(p.URL)}
+			if c.sitemap != nil { // read again, for new URLs and lastmods
+				it.Sitemap, it.Via = c.sitemap.Level, c.sitemap.Robots
+			}
 			it.Seq = e.fr.Assign(it.Host)
 			if err := tx.PutQueue(it); err != nil {
 				return nil, err
@@ -98,7 +101,8 @@ func (e *Engine) Recrawl() (round, queued int, err error) {
 // revisitCand is a page to revisit and what orders it.
 type revisitCand struct {
 	page    *storage.Page
-	lastmod time.Time // from a sitemap; zero when unknown
+	lastmod time.Time      // from a sitemap; zero when unknown
+	sitemap *sitemapRecord // the page is a sitemap: read again, first
 }
 
 // revisitable reports whether a page record is one a recrawl revisits: a
@@ -122,17 +126,29 @@ func (e *Engine) revisitCandidates() ([]revisitCand, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sitemap hints: %w", err)
 	}
+	sitemaps := map[string]*sitemapRecord{}
+	err = e.st.ForEachEvidence(e.sctx, "sitemap", func(u string, v []byte) error {
+		var r sitemapRecord
+		if json.Unmarshal(v, &r) == nil && r.Level > 0 {
+			sitemaps[u] = &r
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sitemaps: %w", err)
+	}
 	var cands []revisitCand
 	err = e.st.ForEachPage(e.sctx, func(p *storage.Page) error {
 		if revisitable(p) {
-			cands = append(cands, revisitCand{page: p, lastmod: lastmod[p.URL]})
+			cands = append(cands, revisitCand{page: p, lastmod: lastmod[p.URL], sitemap: sitemaps[p.URL]})
 		}
 		return nil
 	})
 	return cands, err
 }
 
-// revisitOrder orders a recrawl by how likely a page changed: first the
+// revisitOrder orders a recrawl by how likely a page changed, after the
+// sitemaps (read again first, for the URLs they add): first the
 // pages whose sitemap lastmod is later than the stored version, then those
 // without a lastmod, last those whose lastmod says they did not change;
 // within each, the higher change rate first (real changes over visits,
@@ -155,7 +171,14 @@ func revisitOrder(a, b revisitCand) int {
 		}
 		return float64(changes+1) / float64(visits+2)
 	}
+	sitemapFirst := func(c revisitCand) int {
+		if c.sitemap != nil {
+			return 0
+		}
+		return 1
+	}
 	return cmp.Or(
+		cmp.Compare(sitemapFirst(a), sitemapFirst(b)),
 		cmp.Compare(tier(a), tier(b)),
 		cmp.Compare(rate(b.page), rate(a.page)),
 		a.page.FetchedAt.Compare(b.page.FetchedAt),
@@ -166,7 +189,7 @@ func revisitOrder(a, b revisitCand) int {
 // revisitOf returns the stored version of a leased URL that a recrawl
 // revisits, nil for a URL never fetched.
 func (e *Engine) revisitOf(it *frontier.Item) *storage.Page {
-	if e.rc.round == 0 {
+	if e.rc.round == 0 || it.Sitemap > 0 { // a sitemap is read again, as a sitemap
 		return nil
 	}
 	p, err := e.st.Page(e.sctx, it.ID)

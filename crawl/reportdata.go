@@ -145,6 +145,11 @@ func reportHostNotes(db *storage.DB, d *report.Data) error {
 			return fmt.Errorf("%s notes: %w", kind, err)
 		}
 	}
+	sitemaps, err := sitemapNotes(db)
+	if err != nil {
+		return err
+	}
+	d.HostNotes = append(d.HostNotes, sitemaps...)
 	return nil
 }
 

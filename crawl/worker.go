@@ -50,6 +50,9 @@ func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
 	switch {
 	case a.revisit != nil:
 		e.commitRevisit(it, a)
+	case a.fetched && it.Sitemap > 0:
+		e.pages.Add(1)
+		e.handleSitemap(it, a.res, a.err)
 	case a.fetched:
 		e.pages.Add(1)
 		p, c := e.page(a)
@@ -106,6 +109,7 @@ func (e *Engine) robotsCheck(ctx context.Context, it *frontier.Item, u *url.URL)
 			e.logCap(it.Host, d)
 		}
 	}
+	e.discoverSitemaps(it, u, rules)
 	switch {
 	case rules.Unavailable():
 		// RFC 9309 2.3.1.3: a 5xx or unreachable robots.txt means the

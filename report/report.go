@@ -105,7 +105,7 @@ func (m Mirror) DifferRate() float64 {
 // HostNote records a politeness event on a host worth reporting.
 type HostNote struct {
 	Host   string `json:"host"`
-	Kind   string `json:"kind"`   // "crawl_delay_capped" or "gave_up"
+	Kind   string `json:"kind"`   // "crawl_delay_capped", "gave_up" or "sitemap"
 	Detail string `json:"detail"` // e.g. "Crawl-delay 3600s capped at 30s", or the reason
 }
 
@@ -153,7 +153,7 @@ type Data struct {
 	Pages              []Page            `json:"pages"`
 	Mirrors            []Mirror          `json:"mirrors"`             // never null in JSON: [] when empty
 	ReplicatedPrefixes []Mirror          `json:"replicated_prefixes"` // same-host prefix pairs; never null
-	HostNotes          []HostNote        `json:"host_notes"`          // capped Crawl-delays, hosts given up; never null
+	HostNotes          []HostNote        `json:"host_notes"`          // capped Crawl-delays, hosts given up, sitemaps; never null
 	IrrelevantParams   []IrrelevantParam `json:"irrelevant_params"`   // learned per host; never null
 	Filter             string            `json:"filter"`              // e.g. "altavista 6x14 r=2"
 	Curve              []CurvePoint      `json:"filter_curve"`

@@ -28,6 +28,7 @@ targets=(
 	./parse/:FuzzParse
 	./parse/:FuzzTokenize
 	./fetch/:FuzzRobots
+	./sitemap/:FuzzSitemap
 	./dedup/:FuzzSign
 	./export/:FuzzWARCRoundTrip
 	./export/:FuzzMainText

@@ -182,7 +182,7 @@ func testQueueLog(t *testing.T, s Stores) {
 	items := []frontier.Item{
 		{ID: 1, URL: "http://a.test/1", Host: "a.test", Seq: 1, Depth: 2, Via: "http://a.test/"},
 		{ID: 2, URL: "http://a.test/2", Host: "a.test", Seq: 2, Verify: true},
-		{ID: 3, URL: "http://a.test/3", Host: "a.test", Seq: 256, FetchURL: "http://a.test/3;s=1", Hops: 1},
+		{ID: 3, URL: "http://a.test/3", Host: "a.test", Seq: 256, FetchURL: "http://a.test/3;s=1", Hops: 1, Sitemap: 2},
 		{ID: 4, URL: "http://b.test:8080/", Host: "b.test:8080", Seq: 1},
 	}
 	update(t, s, func(tx crawl.Tx) error {
