@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -465,5 +466,81 @@ func TestRecrawlOrder(t *testing.T) {
 	}
 	if got := strings.Join(order, " "); !strings.HasPrefix(got, "c.html b.html") || !strings.HasSuffix(got, "d.html") || len(order) != 5 {
 		t.Errorf("recrawl order %q: want c.html (sitemap), b.html (history) first and d.html (sitemap: unchanged) last", got)
+	}
+}
+
+// TestRecrawlSitemap: a recrawl reads the site's sitemap again first (it is
+// a sitemap, not a page revisit) and fetches what it now lists as new pages;
+// the pages it listed before are revisited.
+func TestRecrawlSitemap(t *testing.T) {
+	root := t.TempDir()
+	const ip = "127.0.0.2"
+	s := &recrawlSite{dir: filepath.Join(root, ip), r: rand.New(rand.NewPCG(10, 11))}
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	for _, n := range []string{"a.html", "b.html", "c.html"} {
+		s.write(t, n, s.words(200), "footer", nil, t0)
+	}
+	writeSitemap := func(names ...string) {
+		var b strings.Builder
+		b.WriteString(`<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">`)
+		for _, n := range names {
+			fmt.Fprintf(&b, "<url><loc>BASE/%s</loc><lastmod>%s</lastmod></url>", n, t0.Format("2006-01-02"))
+		}
+		b.WriteString("</urlset>")
+		if err := os.WriteFile(filepath.Join(s.dir, "sitemap.xml.tmpl"), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeSitemap("a.html", "b.html")
+	log := &condLog{}
+	var web *testweb.Web
+	web, err := testweb.Start(root, testweb.Options{
+		Robots: map[string]string{ip: "User-agent: *\nAllow: /\nSitemap: /sitemap.xml\n"},
+		Handler: func(ip string, next http.Handler) http.Handler {
+			return log.wrap(ip, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/sitemap.xml" { // the loc URLs need the port
+					b, _ := os.ReadFile(filepath.Join(s.dir, "sitemap.xml.tmpl"))
+					w.Header().Set("Content-Type", "application/xml")
+					w.Write([]byte(strings.ReplaceAll(string(b), "BASE", web.BaseURL(ip))))
+					return
+				}
+				next.ServeHTTP(w, r)
+			}))
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	seed := web.URL(ip, "/a.html")
+	data := t.TempDir()
+	crawlDir(t, data, false, seed)
+	log.take()
+	writeSitemap("a.html", "b.html", "c.html") // c is reachable only through the sitemap
+	crawlDirWorkers(t, data, 1, seed)
+	var order []string
+	for _, r := range log.take() {
+		order = append(order, strings.TrimPrefix(r.path, "/"))
+	}
+	if len(order) != 4 || order[0] != "sitemap.xml" || !slices.Contains(order, "c.html") {
+		t.Errorf("recrawl requests %v: want sitemap.xml first, then a, b and the new c", order)
+	}
+	db, err := storage.Open(data, storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rd, err := crawl.ReportData(db, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, p := range rd.Pages {
+		got[strings.TrimPrefix(p.URL, web.BaseURL(ip)+"/")] = p.Change
+	}
+	if got["a.html"] != report.ChangeNone || got["b.html"] != report.ChangeNone || got["c.html"] != report.ChangeNew {
+		t.Errorf("changes %v", got)
 	}
 }
