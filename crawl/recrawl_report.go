@@ -23,9 +23,14 @@ func reportChanges(db *storage.DB, d *report.Data) error {
 		sim   float64
 	}
 	byURL := map[string]change{}
-	err := db.ForEachPage(func(p *storage.Page) error {
+	sitemaps := map[string]bool{} // read again by the recrawl: not pages
+	err := db.ForEachEvidence("sitemap", func(u string, _ []byte) error { sitemaps[u] = true; return nil })
+	if err != nil {
+		return err
+	}
+	err = db.ForEachPage(func(p *storage.Page) error {
 		class, sim := changeOf(p, rc)
-		if class == "" {
+		if class == "" || sitemaps[p.URL] {
 			return nil
 		}
 		ch.ByChange[class]++

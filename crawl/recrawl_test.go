@@ -540,7 +540,7 @@ func TestRecrawlSitemap(t *testing.T) {
 	for _, p := range rd.Pages {
 		got[strings.TrimPrefix(p.URL, web.BaseURL(ip)+"/")] = p.Change
 	}
-	if got["a.html"] != report.ChangeNone || got["b.html"] != report.ChangeNone || got["c.html"] != report.ChangeNew {
+	if got["a.html"] != report.ChangeNone || got["b.html"] != report.ChangeNone || got["c.html"] != report.ChangeNew || got["sitemap.xml"] != "" {
 		t.Errorf("changes %v", got)
 	}
 }
