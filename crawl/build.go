@@ -44,7 +44,8 @@ type Env struct {
 // -> dedup -> engine over one store.
 type Crawl struct {
 	Engine   *Engine
-	Frontier *frontier.Frontier
+	Frontier *frontier.Frontier // the local frontier (nil in a shared crawl)
+	Queues   Frontier           // the frontier the engine drives (Frontier, or the shared one)
 	Fetcher  *fetch.Fetcher
 }
 
@@ -65,6 +66,11 @@ func (e ConfigError) Unwrap() error { return e.Err }
 // (Validate); the frontier loads the queues db holds. Close the result when
 // done.
 func Build(cfg configs.Config, db *storage.DB, env Env, logger *slog.Logger) (*Crawl, error) {
+	return build(cfg, db, nil, env, logger)
+}
+
+// build is Build, over the shared state sh when it is not nil (shared.go).
+func build(cfg configs.Config, db *storage.DB, sh *Shared, env Env, logger *slog.Logger) (*Crawl, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -91,11 +97,6 @@ func Build(cfg configs.Config, db *storage.DB, env Env, logger *slog.Logger) (*C
 			return nil, ErrBudgetSpent
 		}
 	}
-	fr, err := frontier.New(fo, db, nil, logger.With("system", "frontier"))
-	if err != nil {
-		fetcher.Close()
-		return nil, err
-	}
 	scope, err := frontier.NewScope(ScopeOptions(cfg.Crawl), env.Seeds)
 	if err != nil {
 		fetcher.Close()
@@ -106,8 +107,16 @@ func Build(cfg configs.Config, db *storage.DB, env Env, logger *slog.Logger) (*C
 	if env.Resolver != nil {
 		eo.Resolver = env.Resolver
 	}
+	if sh != nil {
+		return buildShared(eo, fo, sh, det, fetcher, robots, logger), nil
+	}
+	fr, err := frontier.New(fo, db, nil, logger.With("system", "frontier"))
+	if err != nil {
+		fetcher.Close()
+		return nil, err
+	}
 	eng := New(eo, db, fr, fetcher, robots, det, logger.With("system", "crawl"))
-	return &Crawl{Engine: eng, Frontier: fr, Fetcher: fetcher}, nil
+	return &Crawl{Engine: eng, Frontier: fr, Queues: fr, Fetcher: fetcher}, nil
 }
 
 // AddrPolicy builds the address policy of a crawl: public addresses, the

@@ -56,6 +56,11 @@ func (ct *commitTx) links(p *storage.Page, links []string) error {
 		return nil
 	}
 	links = ct.e.paramCanonical(links) // rules decided since the worker canonicalized them
+	if pf, ok := ct.tx.(SeenPrefetcher); ok {
+		if err := pf.PrefetchSeen(links); err != nil {
+			return err
+		}
+	}
 	cp, err := ct.copyOf(p)
 	if err != nil {
 		return err

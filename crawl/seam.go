@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/dedup"
@@ -30,6 +31,21 @@ type SeenSet interface {
 	// Atomic: of two transactions that mark one URL, one adds it.
 	CheckAndMark(u string, newID func() uint64) (id uint64, fresh bool, err error)
 }
+
+// SeenPrefetcher is a SeenSet that can read many URLs' marks in one round
+// trip (a network store): the engine hands it a page's links before it marks
+// them one by one, so that a page costs a bounded number of round trips.
+// Optional: a Tx without it is asked URL by URL. The marks are checked
+// again when the transaction commits.
+type SeenPrefetcher interface {
+	PrefetchSeen(urls []string) error
+}
+
+// ErrElsewhere is what a shared store's Text returns (wrapped, with
+// storage.ErrNotFound) for a page another process fetched and keeps: the
+// near-duplicate settlement then falls back to the sketch rule without a
+// warning (docs/DEDUP.md).
+var ErrElsewhere = errors.New("kept by another worker")
 
 // QueueLog is the durable side of the frontier's queues: an entry is written
 // when a URL is queued and deleted when its page is recorded, so a crash

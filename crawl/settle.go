@@ -1,6 +1,8 @@
 package crawl
 
 import (
+	"errors"
+
 	"github.com/horseshoe-crawler/horseshoe/dedup"
 	"github.com/horseshoe-crawler/horseshoe/parse"
 )
@@ -24,6 +26,9 @@ func (e *Engine) settler(tokens []string) dedup.Settler {
 	return func(original uint64) (float64, bool) {
 		var err error
 		words, err = e.pageTokensTo(words[:0], original)
+		if errors.Is(err, ErrElsewhere) {
+			return 0, false // the sketch rule decides (docs/DEDUP.md)
+		}
 		if err != nil {
 			e.logger.Warn("near-duplicate candidate not settled: text unreadable", "page", original, "err", err)
 			return 0, false

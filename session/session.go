@@ -162,11 +162,23 @@ func (s *Session) PagesSpent() int { return int(s.spent) }
 // duplicate index from the stored signatures and queues the run's seeds.
 // It returns crawl.ErrBudgetSpent when earlier runs spent crawl.max_pages.
 func (s *Session) Start(cfg configs.Config, env crawl.Env, logger *slog.Logger) (*crawl.Crawl, error) {
+	return s.StartShared(cfg, env, nil, logger)
+}
+
+// StartShared is Start as one worker of a shared crawl (crawl.BuildShared
+// over sh; nil: Start).
+func (s *Session) StartShared(cfg configs.Config, env crawl.Env, sh *crawl.Shared, logger *slog.Logger) (*crawl.Crawl, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	env.Seeds, env.PagesSpent = s.Seeds, int(s.spent)
-	c, err := crawl.Build(cfg, s.DB, env, logger)
+	build := crawl.Build
+	if sh != nil {
+		build = func(cfg configs.Config, db *storage.DB, env crawl.Env, logger *slog.Logger) (*crawl.Crawl, error) {
+			return crawl.BuildShared(cfg, db, sh, env, logger)
+		}
+	}
+	c, err := build(cfg, s.DB, env, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +202,7 @@ func (s *Session) Start(cfg configs.Config, env crawl.Env, logger *slog.Logger) 
 		return nil, err
 	}
 	logger.Info("crawl starting", "data", s.Dir, "seeds", len(s.Run), "new_seeds", added,
-		"queued", c.Frontier.Stats().Queued, "workers", cfg.Crawl.Workers, "delay", cfg.Politeness.Delay.D())
+		"queued", c.Queues.Stats().Queued, "workers", cfg.Crawl.Workers, "delay", cfg.Politeness.Delay.D())
 	return c, nil
 }
 

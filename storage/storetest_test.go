@@ -2,9 +2,11 @@ package storage_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/crawl"
 	"github.com/horseshoe-crawler/horseshoe/dedup"
+	"github.com/horseshoe-crawler/horseshoe/frontier"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 	"github.com/horseshoe-crawler/horseshoe/storage/storetest"
 )
@@ -22,6 +24,12 @@ func TestConformance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return storetest.Stores{Store: crawl.BadgerStore(db), Queues: db, Index: crawl.LocalIndex(det)}
+		fo := frontier.DefaultOptions()
+		fo.Delay = 100 * time.Millisecond
+		fr, err := frontier.New(fo, db, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return storetest.Stores{Store: crawl.BadgerStore(db), Queues: db, Index: crawl.LocalIndex(det), Frontier: fr}
 	})
 }

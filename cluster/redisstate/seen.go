@@ -251,7 +251,7 @@ func pairResult(cmd *redis.Cmd) (bool, uint64, error) {
 }
 
 // EncodeItem is the queue's form of an item: a version byte, then id, depth,
-// hops, tries and flags as uvarints, then URL, Via and FetchURL, each length
+// hops, tries and flags (bit 0 Verify, the rest the Sitemap level) as uvarints, then URL, Via and FetchURL, each length
 // prefixed. The host is not stored (it is the queue's).
 func EncodeItem(it *frontier.Item) string {
 	b := make([]byte, 0, 16+len(it.URL)+len(it.Via)+len(it.FetchURL))
@@ -260,6 +260,7 @@ func EncodeItem(it *frontier.Item) string {
 	if it.Verify {
 		flags |= 1
 	}
+	flags |= uint64(max(it.Sitemap, 0)) << 1 // a sitemap's nesting level
 	for _, v := range []uint64{it.ID, uint64(it.Depth), uint64(it.Hops), uint64(it.Tries), flags} {
 		b = binary.AppendUvarint(b, v)
 	}
@@ -294,5 +295,5 @@ func DecodeItem(s, host string) (frontier.Item, error) {
 		strs[i], b = string(b[n:n+int(l)]), b[n+int(l):]
 	}
 	return frontier.Item{ID: nums[0], Depth: int(nums[1]), Hops: int(nums[2]), Tries: int(nums[3]),
-		Verify: nums[4]&1 != 0, URL: strs[0], Via: strs[1], FetchURL: strs[2], Host: host}, nil
+		Verify: nums[4]&1 != 0, Sitemap: int(min(nums[4]>>1, 1<<16)), URL: strs[0], Via: strs[1], FetchURL: strs[2], Host: host}, nil
 }

@@ -46,7 +46,7 @@ func items(urls ...string) []frontier.Item {
 
 func TestItemRoundTrip(t *testing.T) {
 	it := frontier.Item{ID: 1 << 40, URL: "http://a.example/x?y=1", Depth: 3, Via: "http://b.example/", Hops: 2,
-		Tries: 1, FetchURL: "http://a.example/x;s=1", Verify: true, Host: "a.example"}
+		Tries: 1, FetchURL: "http://a.example/x;s=1", Verify: true, Sitemap: 2, Host: "a.example"}
 	got, err := DecodeItem(EncodeItem(&it), "a.example")
 	if err != nil || got != it {
 		t.Fatalf("round trip: got %+v, %v; want %+v", got, err, it)

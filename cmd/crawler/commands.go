@@ -59,7 +59,8 @@ func parseFlagArgs(fs *flag.FlagSet, args []string) error {
 
 func cmdExport(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("export", stderr)
-	data := fs.String("data", "./crawl-data", "data directory of a crawl")
+	var dirs dataDirs
+	fs.Var(&dirs, "data", "data directory of a crawl (default ./crawl-data); given more than once, the workers' dirs of one shared crawl, exported one after the other")
 	format := fs.String("format", "jsonl", "jsonl or warc")
 	out := fs.String("out", "", "output file (- for stdout)")
 	all := fs.Bool("all", false, "jsonl: also write every non-unique page with its class")
@@ -80,6 +81,21 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 	default:
 		return usagef("--format must be jsonl or warc, got %q", *format)
 	}
+	if len(dirs) > 1 {
+		if *cdxPath != "" {
+			return usagef("--cdx takes one --data dir")
+		}
+		n, err := mergedExport(dirs, *format, *out, export.JSONLOptions{All: *all, MainTextInText: *mainText},
+			export.WARCOptions{IncludeDuplicates: *includeDups, Software: "Horseshoe/" + version}, stdout)
+		if err != nil {
+			return asUsage(err)
+		}
+		if *out != "-" {
+			fmt.Fprintf(stderr, "wrote %d records from %d data dirs to %s\n", n, len(dirs), *out)
+		}
+		return nil
+	}
+	data := &dirs.or("./crawl-data")[0]
 	db, err := session.OpenExisting(*data)
 	if err != nil {
 		return asUsage(err)
@@ -125,7 +141,8 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 
 func cmdReport(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("report", stderr)
-	data := fs.String("data", "./crawl-data", "data directory of a crawl")
+	var dirs dataDirs
+	fs.Var(&dirs, "data", "data directory of a crawl (default ./crawl-data); given more than once, the workers' dirs of one shared crawl, merged")
 	format := fs.String("format", "text", "text, json or html")
 	out := fs.String("out", "", "output file (default stdout)")
 	cfgPath := fs.String("config", "", "config file the crawl used (for the filter curve)")
@@ -147,6 +164,22 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if len(dirs) > 1 {
+		d, err := mergedReport(dirs, cfg)
+		if err != nil {
+			return asUsage(err)
+		}
+		w, closeOut, err := console.Output(*out, stdout)
+		if err != nil {
+			return err
+		}
+		err = write(w, d)
+		if cerr := closeOut(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	data := &dirs.or("./crawl-data")[0]
 	db, err := session.OpenExisting(*data)
 	if err != nil {
 		return asUsage(err)

@@ -35,6 +35,7 @@ type crawlFlags struct {
 	serve               string
 	cpuProfile          string
 	set                 map[string]bool
+	shared              sharedFlags
 }
 
 func parseCrawlFlags(args []string, stderr io.Writer) (*crawlFlags, []string, error) {
@@ -52,6 +53,9 @@ func parseCrawlFlags(args []string, stderr io.Writer) (*crawlFlags, []string, er
 	fs.BoolVar(&cf.recrawl, "recrawl", false, "revisit the pages of the earlier crawl in --data with conditional requests and class their changes")
 	fs.StringVar(&cf.serve, "serve", "", "serve the live HTML report and /metrics on this address during the crawl, e.g. 127.0.0.1:8080")
 	fs.StringVar(&cf.cpuProfile, "cpuprofile", "", "write a CPU profile of the crawl to this file")
+	fs.StringVar(&cf.shared.redis, "redis", "", "work on a crawl shared through Redis: redis://[:PASSWORD@]HOST:PORT/DB or rediss:// (TLS); --data keeps this worker's pages")
+	fs.StringVar(&cf.shared.name, "crawl", "", "with --redis: the name of the shared crawl")
+	fs.StringVar(&cf.shared.ca, "redis-ca", "", "with a rediss:// URL: PEM file of the certificates to trust (default: the system's)")
 	if err := parseFlagArgs(fs, args); err != nil {
 		return nil, nil, err
 	}
@@ -92,6 +96,12 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer pprof.StopCPUProfile()
 	}
 	run := crawlRun{allowPrivate: cf.allowPrivate, recrawl: cf.recrawl, serve: cf.serve, ui: ui, logger: logger, stdout: stdout}
+	if cf.shared.redis != "" {
+		if cf.recrawl {
+			return usageError{errors.New("--recrawl works on one data dir, not on a crawl shared through --redis")}
+		}
+		return asUsage(run.crawlShared(ctx, cfg, cf.shared, cf.data, seeds))
+	}
 	return asUsage(run.crawl(ctx, cfg, cf.data, seeds))
 }
 

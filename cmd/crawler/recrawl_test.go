@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -73,5 +74,12 @@ func TestCrawlRecrawlFlag(t *testing.T) {
 	if rep.Changes == nil || rep.Changes.Round != 1 || rep.Changes.NotModified != 2 ||
 		fmt.Sprint(got) != "map[a.html:unchanged b.html:changed index.html:unchanged]" {
 		t.Errorf("changes %+v, pages %v", rep.Changes, got)
+	}
+
+	// A shared crawl's pages are in its workers' data dirs: no recrawl.
+	err = run(context.Background(), []string{"crawl", "--recrawl", "--redis", "redis://127.0.0.1:1/0", "--crawl", "x", "--data", t.TempDir()}, &so, &se)
+	var ue usageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--recrawl") {
+		t.Errorf("--recrawl with --redis: %v, want a usage error naming --recrawl", err)
 	}
 }

@@ -89,14 +89,14 @@ func (u *UI) Start(ctx context.Context, maxPages int, snapshot func() crawl.Stat
 // left queued and not interrupted) or stopped, its duration, requests, what
 // is left, and each host given up.
 func WriteSummary(w io.Writer, c *crawl.Crawl, interrupted bool, elapsed time.Duration, dir string) {
-	st := c.Frontier.Stats()
+	st := c.Queues.Stats()
 	how := "stopped"
 	if st.Queued == 0 && !interrupted {
 		how = "finished"
 	}
 	fmt.Fprintf(w, "crawl %s in %s: %d requests, %d queued left, data in %s\n",
 		how, elapsed.Round(time.Millisecond), c.Engine.Requests(), st.Queued, dir)
-	for _, g := range c.Frontier.GiveUps() {
+	for _, g := range c.Queues.GiveUps() {
 		fmt.Fprintf(w, "gave up host %s: %s\n", g.Host, g.Reason)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/crawl"
 	"github.com/horseshoe-crawler/horseshoe/dedup"
@@ -27,6 +28,10 @@ type Stores struct {
 	Store  crawl.Store          // records, seen-set, queue log, evidence, metadata
 	Queues frontier.Store       // the queue log read back (what a frontier loads)
 	Index  crawl.DuplicateIndex // the duplicate index
+	// Frontier leases what the store's queue log holds (Delay 100 ms, the
+	// per-host clock); a shared store's frontier reads its queues itself,
+	// and then Queues may be nil (its queue log is the frontier's).
+	Frontier crawl.Frontier
 }
 
 // Run runs the suite; open returns a fresh, empty implementation (closed by
@@ -41,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) Stores) {
 		{"Rollback", testRollback},
 		{"CancelledContext", testCancelledContext},
 		{"QueueLog", testQueueLog},
+		{"FrontierLease", testFrontierLease},
 		{"PageRecords", testPageRecords},
 		{"PageContent", testPageContent},
 		{"SkipRecords", testSkipRecords},
@@ -179,6 +185,9 @@ func testCancelledContext(t *testing.T, s Stores) {
 // testQueueLog: entries written are read back per host in sequence order,
 // with their fields; deleted ones are gone.
 func testQueueLog(t *testing.T, s Stores) {
+	if s.Queues == nil {
+		t.Skip("the queue log is the frontier's own (FrontierLease checks it)")
+	}
 	items := []frontier.Item{
 		{ID: 1, URL: "http://a.test/1", Host: "a.test", Seq: 1, Depth: 2, Via: "http://a.test/"},
 		{ID: 2, URL: "http://a.test/2", Host: "a.test", Seq: 2, Verify: true},
@@ -570,5 +579,86 @@ func testDuplicateIndexAtomic(t *testing.T, s Stores) {
 		if d.Class != dedup.Unique && d.Original != orig[0] {
 			t.Fatalf("a copy of %d, want of %d", d.Original, orig[0])
 		}
+	}
+}
+
+// testFrontierLease: entries queued through transactions (and pushed, as
+// the engine does after the commit) are leased one host at a time: a host's
+// second entry is not leased while its first is, nor before the delay after
+// the first's release; every entry is leased once, with its fields; when all
+// are finished the frontier reports the end.
+func testFrontierLease(t *testing.T, s Stores) {
+	if s.Frontier == nil {
+		t.Skip("no frontier")
+	}
+	const delay = 100 * time.Millisecond
+	fr := s.Frontier
+	items := []frontier.Item{
+		{URL: "http://a.test/1", Host: "a.test", Depth: 1, Via: "http://a.test/"},
+		{URL: "http://a.test/2", Host: "a.test", Depth: 2},
+		{URL: "http://b.test/1", Host: "b.test", Verify: true, Sitemap: 1},
+	}
+	update(t, s, func(tx crawl.Tx) error {
+		for i := range items {
+			id, _, err := tx.CheckAndMark(items[i].URL, tx.NewID)
+			if err != nil {
+				return err
+			}
+			items[i].ID, items[i].Seq = id, fr.Assign(items[i].Host)
+			if err := tx.PutQueue(items[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	fr.Push(items...)
+	c, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	next := func() *frontier.Item {
+		t.Helper()
+		it, err := fr.Next(c)
+		if err != nil {
+			t.Fatalf("Next: %v", err)
+		}
+		return it
+	}
+	first, second := next(), next()
+	if first.Host == second.Host {
+		t.Fatalf("two leases of %s at once", first.Host)
+	}
+	leased := map[string]frontier.Item{}
+	for _, it := range []*frontier.Item{first, second} {
+		leased[it.URL] = *it
+	}
+	a := first
+	if a.Host != "a.test" {
+		a = second
+	}
+	released := time.Now()
+	fr.Release(a, frontier.Outcome{Requested: true, Status: 200})
+	finish := func(it *frontier.Item) {
+		update(t, s, func(tx crawl.Tx) error { return tx.DeleteQueue(it.Host, it.Seq) })
+		fr.Finish(it)
+	}
+	finish(a)
+	third := next()
+	if third.Host != "a.test" || time.Since(released) < delay-10*time.Millisecond {
+		t.Fatalf("third lease %s %v after the release of a.test's first (delay %v)", third.URL, time.Since(released), delay)
+	}
+	leased[third.URL] = *third
+	for _, want := range items {
+		got, ok := leased[want.URL]
+		if !ok || got.ID != want.ID || got.Depth != want.Depth || got.Via != want.Via || got.Verify != want.Verify || got.Sitemap != want.Sitemap {
+			t.Fatalf("leased %+v, want %+v", got, want)
+		}
+	}
+	for _, it := range []*frontier.Item{first, second, third} {
+		if it != a {
+			fr.Release(it, frontier.Outcome{Requested: true, Status: 200})
+			finish(it)
+		}
+	}
+	if it, err := fr.Next(c); !errors.Is(err, frontier.ErrDone) {
+		t.Fatalf("after every lease finished: %+v, %v; want frontier.ErrDone", it, err)
 	}
 }

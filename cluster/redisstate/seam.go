@@ -1,0 +1,621 @@
+package redisstate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/horseshoe-crawler/horseshoe/crawl"
+	"github.com/horseshoe-crawler/horseshoe/frontier"
+	"github.com/horseshoe-crawler/horseshoe/storage"
+)
+
+// Store is one worker's crawl.Store (docs/SEAMS.md): what the crawl shares
+// (the seen-set, the queues, skip records, dependents, evidence) is in Redis;
+// what the worker fetched (page records, raw responses, texts, signatures,
+// link hashes, its counters) is in its own Badger data dir, so each worker
+// writes its own WARC and `crawler report` merges the data dirs.
+//
+// A transaction runs fn inside a Badger transaction and buffers its Redis
+// writes; reads go to Redis with the buffered writes applied on top. Once
+// the Badger transaction committed, the buffer is applied in one script call
+// (one round trip), which
+// first checks what fn relied on: every URL fn marked is still unmarked,
+// every evidence record fn took is still there. If another worker got there
+// first, nothing is written and fn runs again (optimistic, as Badger's own
+// conflicts). Reads cost a round trip each (SeenID, CheckAndMark, GetSkipped,
+// Dependents, TakeEvidence); the engine makes about one per link (docs/SCALE.md).
+//
+// Redis refusing writes (maxmemory, connection lost) pauses the transaction:
+// it is tried again every Pause until Redis accepts it or ctx ends; the
+// pause is logged once with its reason.
+//
+// The commit script names keys of many partitions: Store needs a standalone
+// Redis (or a Cluster with one shard's slots); see docs/SCALE.md.
+type Store struct {
+	c      *Crawl
+	db     *storage.DB
+	ids    *IDs
+	fr     *Frontier
+	logger *slog.Logger
+	Pause  time.Duration // between tries while Redis refuses (default 1 s)
+}
+
+var (
+	_ crawl.Store          = (*Store)(nil)
+	_ crawl.Tx             = (*seamTx)(nil)
+	_ crawl.SeenPrefetcher = (*seamTx)(nil)
+	_ crawl.Frontier       = (*Frontier)(nil)
+	_ crawl.DuplicateIndex = (*Index)(nil)
+)
+
+// NewStore returns worker's Store over its data dir db. ids hands out the
+// crawl-wide page ids; fr, when not nil, is the worker's frontier: the
+// deletion of a leased item's queue entry (Tx.DeleteQueue) then ends its
+// lease in the same commit.
+func (c *Crawl) NewStore(db *storage.DB, ids *IDs, fr *Frontier, logger *slog.Logger) *Store {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Store{c: c, db: db, ids: ids, fr: fr, logger: logger, Pause: time.Second}
+}
+
+// errConflict: another worker marked or took what the transaction relied on.
+var errConflict = errors.New("redisstate: transaction conflict")
+
+// Update runs fn as one transaction (see Store). The worker's data dir
+// commits first, then Redis: a worker killed in between leaves its page
+// recorded in its dir with the lease still in flight in Redis, so the page
+// is fetched again by the partition's next holder (recorded twice, once in
+// each dir; a merged report keeps one) and nothing is lost. A conflict in
+// Redis runs fn again (its local writes are written again over the first
+// ones); Redis refusing pauses and retries the same Redis writes.
+func (s *Store) Update(ctx context.Context, fn func(tx crawl.Tx) error) error {
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var t *seamTx
+		err := s.db.Update(func(btx *storage.Tx) error {
+			t = &seamTx{s: s, ctx: ctx, Tx: btx, over: map[hkey]*string{}}
+			return fn(t)
+		})
+		if err != nil {
+			return err
+		}
+		err = s.commit(ctx, t)
+		if errors.Is(err, errConflict) && attempt < 100 {
+			continue
+		}
+		return err
+	}
+}
+
+// commit applies t's Redis writes, pausing while Redis refuses them.
+func (s *Store) commit(ctx context.Context, t *seamTx) error {
+	paused := false
+	for {
+		err := t.commit()
+		if err == nil {
+			t.committed()
+			if paused {
+				s.logger.Info("redis accepts writes again")
+			}
+			return nil
+		}
+		if !errors.Is(err, ErrUnavailable) {
+			return err
+		}
+		if !paused {
+			s.logger.Warn("redis refuses the commit; pausing", "err", err)
+			paused = true
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(s.Pause):
+		}
+	}
+}
+
+func (s *Store) GetMeta(_ context.Context, name string) ([]byte, error) { return s.db.GetMeta(name) }
+func (s *Store) PutMeta(_ context.Context, name string, v []byte) error { return s.db.PutMeta(name, v) }
+func (s *Store) Page(_ context.Context, id uint64) (*storage.Page, error) {
+	return s.db.Page(id)
+}
+
+// Text reads the text of a page this worker fetched; another worker's is
+// crawl.ErrElsewhere (and storage.ErrNotFound).
+func (s *Store) Text(_ context.Context, id uint64) (string, error) {
+	t, err := s.db.Text(id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return "", fmt.Errorf("page %d: %w (%w)", id, crawl.ErrElsewhere, err)
+	}
+	return t, err
+}
+
+func (s *Store) ForEachPage(ctx context.Context, fn func(*storage.Page) error) error {
+	return crawl.BadgerStore(s.db).ForEachPage(ctx, fn)
+}
+
+func (s *Store) ForEachSignature(ctx context.Context, fn func(id uint64, sig []byte) error) error {
+	return crawl.BadgerStore(s.db).ForEachSignature(ctx, fn)
+}
+
+// ForEachSkipped reads the crawl's skip records (every worker's: they are
+// shared, a URL queued later by any worker drops its record).
+func (s *Store) ForEachSkipped(ctx context.Context, fn func(*storage.Page) error) error {
+	for p := 0; p < s.c.partitions; p++ {
+		err := s.c.scanHash(ctx, s.c.partTag(p)+"k", func(_ string, v []byte) error {
+			var pg storage.Page
+			if err := json.Unmarshal(v, &pg); err != nil {
+				return fmt.Errorf("redisstate: skip record: %w", err)
+			}
+			return fn(&pg)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) ForEachEvidence(ctx context.Context, kind string, fn func(key string, v []byte) error) error {
+	return s.c.ForEachEvidence(ctx, kind, fn)
+}
+
+func (c *Crawl) scanHash(ctx context.Context, key string, fn func(field string, v []byte) error) error {
+	var cursor uint64
+	for {
+		kv, next, err := c.rdb.HScan(ctx, key, cursor, "", 512).Result()
+		if err != nil {
+			return wrap("scan", err)
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			if err := fn(kv[i], []byte(kv[i+1])); err != nil {
+				return err
+			}
+		}
+		if cursor = next; cursor == 0 {
+			return nil
+		}
+	}
+}
+
+// hkey is one field of one Redis hash.
+type hkey struct{ key, field string }
+
+// txOp is one buffered Redis write or check, applied by commitScript.
+type txOp struct {
+	code       byte // N: mark (check absent, set), T: take (check value, delete), H: set, D: delete, R: rpush, S: sadd
+	key, field string
+	value      string
+}
+
+// seamTx is one transaction: the Badger one (embedded: page records and
+// contents) and the Redis writes buffered in ops, with over the hash fields
+// as they read after them (nil: deleted).
+type seamTx struct {
+	*storage.Tx
+	s     *Store
+	ctx   context.Context
+	ops   []txOp
+	over  map[hkey]*string
+	read  map[hkey]*string // fields read (PrefetchSeen), nil: absent
+	ended []string         // raw forms of leases ended by the commit
+	hosts []string         // their hosts
+}
+
+func (t *seamTx) put(code byte, key, field, v string) {
+	t.ops = append(t.ops, txOp{code: code, key: key, field: field, value: v})
+	switch code {
+	case 'N', 'H':
+		t.over[hkey{key, field}] = &v
+	case 'T', 'D':
+		t.over[hkey{key, field}] = nil
+	}
+}
+
+// hget reads a hash field through the buffer.
+func (t *seamTx) hget(key, field string) (string, bool, error) {
+	for _, m := range []map[hkey]*string{t.over, t.read} {
+		if v, ok := m[hkey{key, field}]; ok {
+			if v == nil {
+				return "", false, nil
+			}
+			return *v, true, nil
+		}
+	}
+	v, err := t.s.c.rdb.HGet(t.ctx, key, field).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, wrap("read", err)
+	}
+	return v, true, nil
+}
+
+func (t *seamTx) SeenID(u string) (uint64, bool, error) {
+	key, field := t.s.c.seenSlot(frontier.HostKey(u), u)
+	v, ok, err := t.hget(key, field)
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	id, err := strconv.ParseUint(v, 10, 64)
+	return id, true, err
+}
+
+// PrefetchSeen reads the marks of urls in one pipeline (one round trip);
+// SeenID and CheckAndMark then answer from it. A mark made meanwhile by
+// another worker is caught by the commit's check.
+func (t *seamTx) PrefetchSeen(urls []string) error {
+	var want []hkey
+	for _, u := range urls {
+		key, field := t.s.c.seenSlot(frontier.HostKey(u), u)
+		k := hkey{key, field}
+		if _, ok := t.over[k]; ok {
+			continue
+		}
+		if _, ok := t.read[k]; ok {
+			continue
+		}
+		want = append(want, k)
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	cmds, err := t.s.c.rdb.Pipelined(t.ctx, func(p redis.Pipeliner) error {
+		for _, k := range want {
+			p.HGet(t.ctx, k.key, k.field)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return wrap("read seen", err)
+	}
+	if t.read == nil {
+		t.read = make(map[hkey]*string, len(want))
+	}
+	for i, k := range want {
+		v, err := cmds[i].(*redis.StringCmd).Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+			t.read[k] = nil
+		case err != nil:
+			return wrap("read seen", err)
+		default:
+			t.read[k] = &v
+		}
+	}
+	return nil
+}
+
+func (t *seamTx) CheckAndMark(u string, newID func() uint64) (uint64, bool, error) {
+	if id, seen, err := t.SeenID(u); err != nil || seen {
+		return id, false, err
+	}
+	id := newID()
+	key, field := t.s.c.seenSlot(frontier.HostKey(u), u)
+	t.put('N', key, field, strconv.FormatUint(id, 10))
+	return id, true, nil
+}
+
+// NewID is a crawl-wide id (a block of ids from Redis every 1024).
+func (t *seamTx) NewID() uint64 {
+	id, err := t.s.ids.Next(t.ctx)
+	if err != nil {
+		// The seam's NewID returns no error: the commit fails instead.
+		t.ops = append(t.ops, txOp{code: '!', value: err.Error()})
+		return 0
+	}
+	return id
+}
+
+// recordKey is the hash of the page summaries of ids id>>7<<7 to +127 (one
+// slot for all: a commit's keys stay in one server's reach, see Store).
+func (c *Crawl) recordKey(id uint64) string {
+	return "hs:{" + c.name + "/g}:" + strconv.FormatUint(id>>7, 36)
+}
+
+// summary is what other workers read of a page record (GetPage of a page
+// this worker did not fetch): what the engine decides on, not the content.
+func summary(p *storage.Page) *storage.Page {
+	return &storage.Page{ID: p.ID, URL: p.URL, FinalURL: p.FinalURL, Status: p.Status,
+		Class: p.Class, OriginalID: p.OriginalID, ErrorClass: p.ErrorClass}
+}
+
+// PutPage records p in the worker's data dir and its summary in Redis.
+func (t *seamTx) PutPage(p *storage.Page) error {
+	if err := t.Tx.PutPage(p); err != nil {
+		return err
+	}
+	b, err := json.Marshal(summary(p))
+	if err != nil {
+		return err
+	}
+	t.put('H', t.s.c.recordKey(p.ID), strconv.FormatUint(p.ID, 36), string(b))
+	return nil
+}
+
+// GetPage reads the record of a page this worker fetched, or the summary of
+// one another worker did.
+func (t *seamTx) GetPage(id uint64) (*storage.Page, error) {
+	p, err := t.Tx.GetPage(id)
+	if !errors.Is(err, storage.ErrNotFound) {
+		return p, err
+	}
+	v, ok, err := t.hget(t.s.c.recordKey(id), strconv.FormatUint(id, 36))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, storage.ErrNotFound
+	}
+	var q storage.Page
+	return &q, json.Unmarshal([]byte(v), &q)
+}
+
+func (t *seamTx) DeletePage(id uint64) error {
+	if err := t.Tx.DeletePage(id); err != nil {
+		return err
+	}
+	t.put('D', t.s.c.recordKey(id), strconv.FormatUint(id, 36), "")
+	return nil
+}
+
+// PutQueue queues it in the shared queue of its host (the list the
+// frontiers lease from); the sequence number is the local frontier's and is
+// not kept.
+func (t *seamTx) PutQueue(it frontier.Item) error {
+	if it.Host == "" {
+		it.Host = frontier.HostKey(it.URL)
+	}
+	p := t.s.c.PartitionOf(it.Host)
+	t.put('R', t.s.c.queueKey(p, it.Host), "", EncodeItem(&it))
+	t.put('S', t.s.c.hostsKey(p), "", it.Host)
+	return nil
+}
+
+// DeleteQueue ends the lease of the item of host this worker is committing
+// (in the commit itself) when the frontier can tell which one; otherwise
+// Frontier.Finish ends it after the commit.
+func (t *seamTx) DeleteQueue(host string, _ uint64) error {
+	if t.s.fr == nil {
+		return nil
+	}
+	raw, ok := t.s.fr.leasedRaw(host)
+	if !ok {
+		return nil
+	}
+	t.put('D', t.s.c.inflightKey(t.s.c.PartitionOf(host)), raw, "")
+	t.ended, t.hosts = append(t.ended, raw), append(t.hosts, host)
+	return nil
+}
+
+// PutSkipped records the skip in Redis (what every worker reads) and in the
+// worker's data dir (what its report shows; a merged report drops a skip
+// record whose URL another worker fetched later).
+func (t *seamTx) PutSkipped(p *storage.Page) error {
+	if err := t.Tx.PutSkipped(p); err != nil {
+		return err
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	t.put('H', t.s.c.skipKey(p.URL), p.URL, string(b))
+	return nil
+}
+
+func (t *seamTx) GetSkipped(u string) (*storage.Page, error) {
+	v, ok, err := t.hget(t.s.c.skipKey(u), u)
+	if err != nil || !ok {
+		return nil, err
+	}
+	var p storage.Page
+	return &p, json.Unmarshal([]byte(v), &p)
+}
+
+func (t *seamTx) DeleteSkipped(u string) error {
+	if err := t.Tx.DeleteSkipped(u); err != nil {
+		return err
+	}
+	t.put('D', t.s.c.skipKey(u), u, "")
+	return nil
+}
+
+// depField keys a dependent as Badger does: by id when it has a page record,
+// by URL otherwise.
+func depField(d storage.Dependent) string {
+	if d.Seen {
+		return "i" + strconv.FormatUint(d.ID, 10)
+	}
+	return "u" + d.URL
+}
+
+func (t *seamTx) AddDependent(counterpart string, d storage.Dependent) error {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	t.put('H', t.s.c.depKey(counterpart), depField(d), string(b))
+	return nil
+}
+
+func (t *seamTx) Dependents(counterpart string) ([]storage.Dependent, error) {
+	key := t.s.c.depKey(counterpart)
+	m, err := t.s.c.rdb.HGetAll(t.ctx, key).Result()
+	if err != nil {
+		return nil, wrap("dependents", err)
+	}
+	for k, v := range t.over {
+		if k.key != key {
+			continue
+		}
+		if v == nil {
+			delete(m, k.field)
+		} else {
+			m[k.field] = *v
+		}
+	}
+	out := make([]storage.Dependent, 0, len(m))
+	for _, v := range m {
+		var d storage.Dependent
+		if err := json.Unmarshal([]byte(v), &d); err != nil {
+			return nil, fmt.Errorf("redisstate: dependent of %s: %w", counterpart, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func (t *seamTx) DeleteDependent(counterpart string, d storage.Dependent) error {
+	t.put('D', t.s.c.depKey(counterpart), depField(d), "")
+	return nil
+}
+
+func (t *seamTx) PutEvidence(kind, key string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	t.put('H', t.s.c.evidenceKey(kind), key, string(b))
+	return nil
+}
+
+// TakeEvidence reads the record now and deletes it in the commit, which
+// fails (and fn runs again) if another transaction took it meanwhile.
+func (t *seamTx) TakeEvidence(kind, key string) ([]byte, bool, error) {
+	k := t.s.c.evidenceKey(kind)
+	_, buffered := t.over[hkey{k, key}]
+	v, ok, err := t.hget(k, key)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	code := byte('T')
+	if buffered {
+		code = 'D' // written by this transaction: nothing to check
+	}
+	t.put(code, k, key, v)
+	return []byte(v), true, nil
+}
+
+// commitScript applies a transaction's buffered ops: first the checks (a
+// mark's field still absent, a take's field still holding the value read),
+// returning 0 without writing if one fails, then the writes, returning 1.
+// KEYS: the keys named. ARGV: per op its code, key index, field, value.
+var commitScript = redis.NewScript(`#!lua
+for i = 1, #ARGV, 4 do
+  local c, k, f = ARGV[i], KEYS[tonumber(ARGV[i+1])], ARGV[i+2]
+  if c == 'N' then
+    if redis.call('HEXISTS', k, f) == 1 then return 0 end
+  elseif c == 'T' then
+    if redis.call('HGET', k, f) ~= ARGV[i+3] then return 0 end
+  end
+end
+for i = 1, #ARGV, 4 do
+  local c, k, f, v = ARGV[i], KEYS[tonumber(ARGV[i+1])], ARGV[i+2], ARGV[i+3]
+  if c == 'N' or c == 'H' then redis.call('HSET', k, f, v)
+  elseif c == 'T' or c == 'D' then redis.call('HDEL', k, f)
+  elseif c == 'R' then redis.call('RPUSH', k, v)
+  elseif c == 'S' then redis.call('SADD', k, v)
+  end
+end
+return 1
+`)
+
+// commit applies the buffered ops in one round trip.
+func (t *seamTx) commit() error {
+	if len(t.ops) == 0 {
+		return nil
+	}
+	idx := map[string]int{}
+	var keys []string
+	args := make([]any, 0, 4*len(t.ops))
+	for _, op := range t.ops {
+		if op.code == '!' {
+			return fmt.Errorf("redisstate: %s", op.value)
+		}
+		i, ok := idx[op.key]
+		if !ok {
+			keys = append(keys, op.key)
+			i = len(keys)
+			idx[op.key] = i
+		}
+		args = append(args, string(op.code), i, op.field, op.value)
+	}
+	v, err := t.s.c.run(t.ctx, "commit", commitScript, keys, args...)
+	if err != nil {
+		return err
+	}
+	if n, _ := v.(int64); n != 1 {
+		return errConflict
+	}
+	return nil
+}
+
+// committed tells the frontier which leases the commit ended.
+func (t *seamTx) committed() {
+	for i, raw := range t.ended {
+		t.s.fr.endedRaw(t.hosts[i], raw)
+	}
+}
+
+// leasedRaw is the queue form of the item of host this worker holds in
+// flight, when it holds exactly one that is not ended.
+func (f *Frontier) leasedRaw(host string) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	raw, n := "", 0
+	for it, l := range f.leased {
+		if it.Host == host && l.raw != "" {
+			raw, n = l.raw, n+1
+		}
+	}
+	return raw, n == 1
+}
+
+// endedRaw records that a commit ended the lease of raw: Finish costs no
+// round trip then.
+func (f *Frontier) endedRaw(host, raw string) {
+	f.mu.Lock()
+	found := false
+	for it, l := range f.leased {
+		if it.Host == host && l.raw == raw {
+			l.raw, found = "", true
+		}
+	}
+	f.mu.Unlock()
+	if found {
+		f.m.Finished(host)
+	}
+}
+
+// UseFrontier makes fr's leases end in the commits (see NewStore).
+func (s *Store) UseFrontier(fr *Frontier) { s.fr = fr }
+
+func (c *Crawl) seedsKey() string { return "hs:{" + c.name + "}:seeds" }
+
+// AddSeeds adds seeds to the crawl's and returns all of them, sorted: every
+// worker draws the crawl's scope around the same seeds.
+func (c *Crawl) AddSeeds(ctx context.Context, seeds []string) ([]string, error) {
+	pipe := c.rdb.TxPipeline()
+	for _, s := range seeds {
+		pipe.SAdd(ctx, c.seedsKey(), s)
+	}
+	all := pipe.SMembers(ctx, c.seedsKey())
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, wrap("seeds", err)
+	}
+	out := all.Val()
+	slices.Sort(out)
+	return out, nil
+}

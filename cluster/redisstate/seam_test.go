@@ -1,0 +1,259 @@
+package redisstate
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/crawl"
+	"github.com/horseshoe-crawler/horseshoe/dedup"
+	"github.com/horseshoe-crawler/horseshoe/frontier"
+	"github.com/horseshoe-crawler/horseshoe/internal/testtools/redistest"
+	"github.com/horseshoe-crawler/horseshoe/storage"
+	"github.com/horseshoe-crawler/horseshoe/storage/storetest"
+)
+
+var crawlNo atomic.Int64
+
+// TestConformance runs the shared-state suite (storage/storetest) against
+// the Redis Store, Index and Frontier on a real redis-server: each test a
+// crawl of its own on one server, one worker with its own Badger data dir.
+func TestConformance(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	storetest.Run(t, func(t *testing.T) storetest.Stores {
+		ctx := context.Background()
+		rdb := srv.Client(t)
+		c, err := Open(ctx, rdb, fmt.Sprintf("conf%d", crawlNo.Add(1)), Options{Partitions: 4, Capacity: 10_000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := storage.Open(t.TempDir(), storage.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		m, err := c.Join(ctx, "w1", MemberOptions{TTL: 900 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Leave(ctx) })
+		fo := frontier.DefaultOptions()
+		fo.Delay = 100 * time.Millisecond
+		fr := c.NewFrontier(m, FrontierOptions{Options: fo})
+		det, err := dedup.New(dedup.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return storetest.Stores{Store: c.NewStore(db, c.NewIDs(), fr, nil), Index: c.NewIndex(det, DedupOptions{}), Frontier: fr}
+	})
+}
+
+// storeOn opens crawl name on srv with a client counting its round trips,
+// and a Store over a fresh data dir.
+func storeOn(t *testing.T, srv *redistest.Server, name string, h *roundTrips) (*Crawl, *Store) {
+	t.Helper()
+	ctx := context.Background()
+	rdb := srv.Client(t)
+	if h != nil {
+		rdb.AddHook(h)
+	}
+	c, err := Open(ctx, rdb, name, Options{Partitions: 4, Capacity: 10_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := storage.Open(t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return c, c.NewStore(db, c.NewIDs(), nil, nil)
+}
+
+// pageTx is one page's transaction as the engine makes it: its links'
+// marks read at once, each link marked and queued when fresh, its record,
+// text and counter, the end of its queue entry. It returns the links queued.
+func pageTx(t *testing.T, s *Store, id uint64, links []string) []string {
+	t.Helper()
+	var queued []string
+	err := s.Update(context.Background(), func(tx crawl.Tx) error {
+		queued = queued[:0]
+		if err := tx.(crawl.SeenPrefetcher).PrefetchSeen(links); err != nil {
+			return err
+		}
+		for _, u := range links {
+			lid, fresh, err := tx.CheckAndMark(u, tx.NewID)
+			if err != nil {
+				return err
+			}
+			if fresh {
+				queued = append(queued, u)
+				if err := tx.PutQueue(frontier.Item{ID: lid, URL: u}); err != nil {
+					return err
+				}
+			}
+		}
+		if err := tx.PutPage(&storage.Page{ID: id, URL: fmt.Sprintf("http://p.test/%d", id), Class: storage.ClassUnique}); err != nil {
+			return err
+		}
+		if err := tx.PutText(id, "text"); err != nil {
+			return err
+		}
+		if err := tx.DeleteQueue("p.test", id); err != nil {
+			return err
+		}
+		return tx.PutMeta("requests", []byte("1"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return queued
+}
+
+func linksOf(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("http://h%d.test/%s/%d", i%7, prefix, i)
+	}
+	return out
+}
+
+// TestStoreRoundTripsPerPage: a page's transaction costs two round trips
+// (its links' marks read in one pipeline, the commit in one script call)
+// whether it has 1 link or 200 (ids come in blocks of 1,024: warmed first).
+func TestStoreRoundTripsPerPage(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	h := &roundTrips{}
+	_, s := storeOn(t, srv, "rt", h)
+	pageTx(t, s, 1, linksOf("warm", 1))
+	for _, n := range []int{1, 20, 200} {
+		h.reset()
+		if q := pageTx(t, s, uint64(10+n), linksOf(fmt.Sprint(n), n)); len(q) != n {
+			t.Fatalf("%d links: %d queued", n, len(q))
+		}
+		if got := h.get(); got != 2 {
+			t.Errorf("a page with %d links: %d round trips, want 2", n, got)
+		}
+	}
+	h.reset()
+	if q := pageTx(t, s, 999, linksOf("200", 200)); len(q) != 0 || h.get() != 2 {
+		t.Errorf("a page whose 200 links are seen: %d queued, %d round trips", len(q), h.get())
+	}
+}
+
+// TestStoreMarkRace: a URL another worker marks between this transaction's
+// read and its commit is not queued twice: the commit's check fails, the
+// transaction runs again and finds it marked.
+func TestStoreMarkRace(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	_, a := storeOn(t, srv, "race", nil)
+	_, b := storeOn(t, srv, "race", nil)
+	const u = "http://r.test/x"
+	runs := 0
+	var aFresh bool
+	err := a.Update(context.Background(), func(tx crawl.Tx) error {
+		runs++
+		if err := tx.(crawl.SeenPrefetcher).PrefetchSeen([]string{u}); err != nil {
+			return err
+		}
+		if runs == 1 {
+			if q := pageTx(t, b, 5, []string{u}); len(q) != 1 {
+				t.Errorf("worker b: %v queued", q)
+			}
+		}
+		var err error
+		_, aFresh, err = tx.CheckAndMark(u, tx.NewID)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs != 2 || aFresh {
+		t.Fatalf("worker a: %d runs, fresh %v; want 2 runs, the URL found marked", runs, aFresh)
+	}
+}
+
+// TestStoreTextElsewhere: the text of a page another worker fetched is
+// crawl.ErrElsewhere (settlement falls back to the sketch rule, quietly);
+// its record reads as the summary that worker left in Redis.
+func TestStoreTextElsewhere(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	_, a := storeOn(t, srv, "else", nil)
+	_, b := storeOn(t, srv, "else", nil)
+	pageTx(t, a, 7, nil)
+	if text, err := a.Text(context.Background(), 7); err != nil || text != "text" {
+		t.Fatalf("own text: %q, %v", text, err)
+	}
+	_, err := b.Text(context.Background(), 7)
+	if !errors.Is(err, crawl.ErrElsewhere) || !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("another worker's text: %v", err)
+	}
+	err = b.Update(context.Background(), func(tx crawl.Tx) error {
+		p, err := tx.GetPage(7)
+		if err != nil || p.URL != "http://p.test/7" || p.Class != storage.ClassUnique {
+			return fmt.Errorf("summary: %+v, %v", p, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStorePausesWhileRedisIsDown: a page's transaction whose commit finds
+// Redis gone pauses (and says why) until Redis is back, then commits whole:
+// its links are marked and queued, nothing lost.
+func TestStorePausesWhileRedisIsDown(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	c, s := storeOn(t, srv, "down", nil)
+	var logs bytes.Buffer
+	s.logger = slog.New(slog.NewTextHandler(&logs, nil))
+	s.Pause = 50 * time.Millisecond
+	pageTx(t, s, 1, linksOf("warm", 1))
+	links := linksOf("down", 5)
+	stopped := make(chan struct{})
+	done := make(chan []string)
+	err := s.Update(context.Background(), func(tx crawl.Tx) error {
+		if err := tx.(crawl.SeenPrefetcher).PrefetchSeen(links); err != nil {
+			return err
+		}
+		for _, u := range links {
+			if _, _, err := tx.CheckAndMark(u, tx.NewID); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-stopped:
+		default:
+			srv.Stop() // before the commit
+			close(stopped)
+			go func() {
+				time.Sleep(400 * time.Millisecond)
+				srv.Resume()
+				done <- nil
+			}()
+		}
+		return nil
+	})
+	<-done
+	if err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+	if !strings.Contains(logs.String(), "pausing") {
+		t.Errorf("the pause was not logged: %s", logs.String())
+	}
+	ids, err := c.Seen(context.Background(), links)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		if id == 0 {
+			t.Errorf("%s not marked after the pause", links[i])
+		}
+	}
+}

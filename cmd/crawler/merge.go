@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/horseshoe-crawler/horseshoe/configs"
+	"github.com/horseshoe-crawler/horseshoe/crawl"
+	"github.com/horseshoe-crawler/horseshoe/export"
+	"github.com/horseshoe-crawler/horseshoe/internal/console"
+	"github.com/horseshoe-crawler/horseshoe/report"
+	"github.com/horseshoe-crawler/horseshoe/session"
+)
+
+// dataDirs is a --data flag given once or more: the data dirs of the workers
+// of one shared crawl (each holds the pages it fetched).
+type dataDirs []string
+
+func (d *dataDirs) String() string { return strings.Join(*d, ",") }
+func (d *dataDirs) Set(s string) error {
+	*d = append(*d, s)
+	return nil
+}
+
+// or returns the dirs given, or def when none was.
+func (d dataDirs) or(def string) []string {
+	if len(d) == 0 {
+		return []string{def}
+	}
+	return d
+}
+
+// mergedReport is one report of the workers' data dirs: their pages, mirrors
+// and notes together, the counts summed, the crawl's span from the first
+// start to the last finish, complete when every worker saw it end.
+func mergedReport(dirs []string, cfg configs.Config) (*report.Data, error) {
+	var all *report.Data
+	for _, dir := range dirs {
+		db, err := session.OpenExisting(dir)
+		if err != nil {
+			return nil, err
+		}
+		d, err := crawl.Report(db, cfg.Dedup)
+		db.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", dir, err)
+		}
+		if all == nil {
+			all = d
+			continue
+		}
+		s := &all.Stats
+		s.Pages += d.Stats.Pages
+		s.Requests += d.Stats.Requests
+		for c, n := range d.Stats.ByClass {
+			s.ByClass[c] += n
+		}
+		if d.Stats.Started.Before(s.Started) {
+			s.Started = d.Stats.Started
+		}
+		if d.Stats.Finished.After(s.Finished) {
+			s.Finished = d.Stats.Finished
+		}
+		s.Complete = s.Complete && d.Stats.Complete
+		all.Pages = append(all.Pages, d.Pages...)
+		all.Mirrors = append(all.Mirrors, d.Mirrors...)
+		all.ReplicatedPrefixes = append(all.ReplicatedPrefixes, d.ReplicatedPrefixes...)
+		all.HostNotes = append(all.HostNotes, d.HostNotes...)
+		all.IrrelevantParams = append(all.IrrelevantParams, d.IrrelevantParams...)
+		all.Damage = append(all.Damage, d.Damage...)
+	}
+	dropRepeats(all)
+	dropStaleSkips(all)
+	hosts := map[string]bool{}
+	for i := range all.Pages {
+		hosts[report.PageHost(&all.Pages[i])] = true
+	}
+	all.Stats.Hosts = len(hosts)
+	return all, nil
+}
+
+// mergedExport writes the export of each data dir in turn to out: JSONL
+// lines, or WARC files one after the other (a valid WARC: each part starts
+// with its warcinfo record).
+func mergedExport(dirs []string, format, out string, o export.JSONLOptions, wo export.WARCOptions, stdout io.Writer) (int, error) {
+	w, closeOut, err := console.Output(out, stdout)
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	seen := map[string]bool{}
+	for _, dir := range dirs {
+		db, err := session.OpenExisting(dir)
+		if err != nil {
+			closeOut()
+			return total, err
+		}
+		var n int
+		if format == "warc" {
+			wo.Filename = filepath.Base(out)
+			n, err = session.ExportWARC(db, w, wo, "")
+		} else {
+			n, err = export.JSONL(&oncePerURL{w: w, seen: seen}, db, o)
+		}
+		if err == nil {
+			err = session.DamageError(dir, db, "exported what could be read")
+		}
+		db.Close()
+		total += n
+		if err != nil {
+			closeOut()
+			return total, fmt.Errorf("export %s: %w", dir, err)
+		}
+	}
+	return total, closeOut()
+}
+
+// dropRepeats drops the second record of a URL: a worker killed between
+// its own commit and Redis's leaves a page that the next holder of its
+// partition fetched again.
+func dropRepeats(d *report.Data) {
+	seen := map[string]bool{}
+	kept := d.Pages[:0]
+	for _, p := range d.Pages {
+		if p.Class != "mirror_skipped" && seen[p.URL] {
+			d.Stats.Pages--
+			d.Stats.ByClass[p.Class]--
+			continue
+		}
+		if p.Class != "mirror_skipped" {
+			seen[p.URL] = true
+		}
+		kept = append(kept, p)
+	}
+	d.Pages = kept
+}
+
+// dropStaleSkips drops the skip records (mirror_skipped without a request)
+// of URLs that a worker fetched after another had skipped them, and repeats
+// of one skip, from the merged pages and their counts.
+func dropStaleSkips(d *report.Data) {
+	fetched := map[string]bool{}
+	for _, p := range d.Pages {
+		if p.Class != "mirror_skipped" {
+			fetched[p.URL] = true
+		}
+	}
+	skipped := map[string]bool{}
+	kept := d.Pages[:0]
+	for _, p := range d.Pages {
+		if p.Class == "mirror_skipped" && (fetched[p.URL] || skipped[p.URL]) {
+			d.Stats.Pages--
+			d.Stats.ByClass[p.Class]--
+			continue
+		}
+		if p.Class == "mirror_skipped" {
+			skipped[p.URL] = true
+		}
+		kept = append(kept, p)
+	}
+	d.Pages = kept
+}
+
+// oncePerURL passes JSONL lines on, but for a URL's second record (a page
+// fetched again after its worker was killed; a WARC keeps both captures).
+type oncePerURL struct {
+	w    io.Writer
+	seen map[string]bool
+	buf  []byte
+}
+
+func (o *oncePerURL) Write(p []byte) (int, error) {
+	o.buf = append(o.buf, p...)
+	for {
+		i := bytes.IndexByte(o.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := o.buf[:i+1]
+		var r struct {
+			URL string `json:"url"`
+		}
+		if json.Unmarshal(line, &r) != nil || r.URL == "" || !o.seen[r.URL] {
+			o.seen[r.URL] = r.URL != ""
+			if _, err := o.w.Write(line); err != nil {
+				return 0, err
+			}
+		}
+		o.buf = o.buf[i+1:]
+	}
+}

@@ -1,0 +1,457 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/internal/testtools/redistest"
+	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
+	"github.com/horseshoe-crawler/horseshoe/report"
+)
+
+// sharedSubset is the part of the real corpus the shared-crawl tests crawl
+// (about 2,100 of its 8,000 pages, to fit `make test` on two cores): the
+// git docs and their near-duplicate and partial-mirror hosts, the npm
+// versions, the man pages with their alias copies and their changed-footer
+// copy, and the large pages.
+var sharedSubset = map[string]bool{"127.0.0.4": true, "127.0.0.5": true, "127.0.0.6": true,
+	"127.0.0.10": true, "127.0.0.11": true, "127.0.0.12": true, "127.0.0.15": true}
+
+// sharedDelay is the politeness delay of the shared-crawl tests: long enough
+// that a request closer than it after another to one host is a fault, short
+// enough for the crawl to be quick.
+const sharedDelay = 10 * time.Millisecond
+
+func sharedWeb(t *testing.T) (*testweb.Web, []string) {
+	t.Helper()
+	root := corpusRoot(t)
+	_, manifest, err := testweb.Corpus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	web, err := testweb.Start(root, testweb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { web.Close() })
+	var seeds []string
+	for _, m := range manifest {
+		if sharedSubset[m.Host] {
+			seeds = append(seeds, web.URL(m.Host, m.Prefix))
+		}
+	}
+	return web, seeds
+}
+
+// sharedConfig turns off what a shared crawl does per worker (mirror
+// detection) and what makes one process's content depend on the order of its
+// fetches (skipping a duplicate's links as copies of its original's, which
+// then keeps whichever side came first): with both off, the content kept is
+// the same in any order, but for which copy of a near-duplicate pair is kept.
+const sharedConfig = "mirror:\n  enabled: false\ncrawl:\n  skip_duplicate_links: false\n"
+
+func crawlArgs(data string, seeds []string, extra ...string) []string {
+	args := append([]string{"crawl", "--data", data, "--delay", sharedDelay.String(), "--workers", "4", "--quiet"}, extra...)
+	return append(args, seeds...)
+}
+
+// uniqueContent is the URL of every page the export keeps (the unique
+// pages) by the SHA-256 of its body.
+func uniqueContent(t *testing.T, dirs ...string) map[string]string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "pages.jsonl")
+	args := []string{"export", "--format", "jsonl", "--out", out}
+	for _, d := range dirs {
+		args = append(args, "--data", d)
+	}
+	var so, se bytes.Buffer
+	if err := run(context.Background(), args, &so, &se); err != nil {
+		t.Fatalf("export: %v %s", err, se.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var r struct {
+			URL    string `json:"url"`
+			SHA256 string `json:"sha256"`
+		}
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatal(err)
+		}
+		if _, dup := m[r.SHA256]; dup {
+			t.Errorf("%s kept twice (%s, %s)", r.SHA256, m[r.SHA256], r.URL)
+		}
+		m[r.SHA256] = r.URL
+	}
+	return m
+}
+
+// sameContent checks that two crawls kept the same content: a body kept by
+// one and not the other is only allowed as the other choice of copy, that
+// is when the other crawl recorded that URL as a near duplicate (which copy
+// of a near-duplicate pair is fetched first, and kept, varies from run to
+// run). It returns how many such choices differ.
+func sameContent(t *testing.T, a, b map[string]string, ra, rb *report.Data) (choices int) {
+	t.Helper()
+	pa, pb := pagesByURL(ra), pagesByURL(rb)
+	for _, side := range []struct {
+		name       string
+		kept, othr map[string]string
+		other      map[string]report.Page
+	}{{"one process", a, b, pb}, {"the workers", b, a, pa}} {
+		for sha, u := range side.kept {
+			if _, ok := side.othr[sha]; ok {
+				continue
+			}
+			if p := side.other[u]; p.Class == "near_duplicate" {
+				choices++
+				continue
+			}
+			t.Errorf("%s kept %s (%s); the other crawl recorded it as %q and kept no page with its body", side.name, u, sha, side.other[u].Class)
+		}
+	}
+	return choices
+}
+
+func mergedReportOf(t *testing.T, dirs ...string) report.Data {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "report.json")
+	args := []string{"report", "--format", "json", "--out", out}
+	for _, d := range dirs {
+		args = append(args, "--data", d)
+	}
+	var so, se bytes.Buffer
+	if err := run(context.Background(), args, &so, &se); err != nil {
+		t.Fatalf("report: %v %s", err, se.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d report.Data
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// checkRequests: no URL requested twice (robots.txt apart: each worker keeps
+// its own robots.txt cache, so a host whose partition moves has it fetched
+// again; counted and returned), and no host sees a request start sooner
+// than the delay after the end of the one before, from the servers' log.
+func checkRequests(t *testing.T, reqs []testweb.Request) (robots int) {
+	t.Helper()
+	seen := map[string]int{}
+	byHost := map[string][]testweb.Request{}
+	for _, r := range reqs {
+		if r.Path == "/robots.txt" {
+			robots++
+		} else if seen[r.Host+r.Path]++; seen[r.Host+r.Path] == 2 {
+			t.Errorf("requested twice: http://%s%s", r.Host, r.Path)
+		}
+		byHost[r.Host] = append(byHost[r.Host], r)
+	}
+	for h, rs := range byHost {
+		sort.Slice(rs, func(i, j int) bool { return rs[i].Start.Before(rs[j].Start) })
+		for i := 1; i < len(rs); i++ {
+			if gap := rs[i].Start.Sub(rs[i-1].End); gap < sharedDelay-time.Millisecond {
+				t.Errorf("host %s: %s started %v after %s ended (delay %v)", h, rs[i].Path, gap, rs[i-1].Path, sharedDelay)
+			}
+		}
+	}
+	return robots
+}
+
+// TestSharedCrawlThreeWorkers: three workers of one crawl through a real
+// redis-server, each with its own data dir, crawl the corpus subset; the
+// merged export keeps the same content as one process's crawl, no URL is
+// requested twice, no host sees two requests closer than the delay, and the
+// merged report's classes are the single crawl's within the variation of
+// which copy is fetched first.
+func TestSharedCrawlThreeWorkers(t *testing.T) {
+	web, seeds := sharedWeb(t)
+	srv := redistest.Start(t, redistest.Options{})
+	tmp := t.TempDir()
+	single := filepath.Join(tmp, "single")
+	var so, se bytes.Buffer
+	cfgPath := filepath.Join(tmp, "nomirror.yaml")
+	if err := os.WriteFile(cfgPath, []byte(sharedConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(context.Background(), crawlArgs(single, seeds, "--config", cfgPath), &so, &se); err != nil {
+		t.Fatalf("single crawl: %v\n%s", err, se.String())
+	}
+	singleReqs := len(web.Requests())
+	start := time.Now()
+	dirs := make([]string, 3)
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	logs := make([]bytes.Buffer, 3)
+	for i := range dirs {
+		dirs[i] = filepath.Join(tmp, fmt.Sprintf("w%d", i))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var out bytes.Buffer
+			args := crawlArgs(dirs[i], seeds, "--redis", srv.URL(), "--crawl", "c3", "--config", cfgPath)
+			args = slices.DeleteFunc(args, func(a string) bool { return a == "--quiet" })
+			errs[i] = run(context.Background(), args, &out, &logs[i])
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("worker %d: %v\n%s", i, err, logs[i].String())
+		}
+	}
+	t.Logf("single crawl: %d requests; three workers: %d requests in %v", singleReqs, len(web.Requests())-singleReqs, time.Since(start))
+	robots := checkRequests(t, web.Requests()[singleReqs:])
+	t.Logf("robots.txt requests of the three workers: %d (%d hosts)", robots, len(sharedSubset))
+
+	sr, mr := mergedReportOf(t, single), mergedReportOf(t, dirs...)
+	want, got := uniqueContent(t, single), uniqueContent(t, dirs...)
+	choices := sameContent(t, want, got, &sr, &mr)
+	t.Logf("content kept: %d unique bodies by one process, %d by three workers; %d near-duplicate pairs kept the other copy", len(want), len(got), choices)
+	t.Logf("classes: single %v, merged %v", sr.Stats.ByClass, mr.Stats.ByClass)
+	compareClasses(t, sr.Stats.ByClass, mr.Stats.ByClass)
+	if len(sr.Pages) != len(mr.Pages) {
+		t.Errorf("page records: %d in one process, %d merged", len(sr.Pages), len(mr.Pages))
+	}
+	logRedisCost(t, srv, len(mr.Pages))
+	total := 0
+	for i, d := range dirs {
+		n := len(mergedReportOf(t, d).Pages)
+		total += n
+		t.Logf("worker %d: %d page records (a worker may hold none of the %d hosts' partitions)", i, n, len(sharedSubset))
+	}
+	if total != len(mr.Pages) || total == 0 {
+		t.Errorf("workers' page records %d, merged report %d", total, len(mr.Pages))
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestSharedCrawlKilledWorker: of two worker processes, one is killed with
+// SIGKILL mid-crawl and a third joins later; the crawl finishes with the
+// content one process keeps, and the requests above one process's crawl are
+// at most what the killed worker had in flight (its --workers).
+func TestSharedCrawlKilledWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crawls the corpus subset twice")
+	}
+	bin := buildSignalCrawler(t)
+	web, seeds := sharedWeb(t)
+	srv := redistest.Start(t, redistest.Options{})
+	tmp := t.TempDir()
+	cfgPath := filepath.Join(tmp, "nomirror.yaml")
+	if err := os.WriteFile(cfgPath, []byte(sharedConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	single := filepath.Join(tmp, "single")
+	var so, se bytes.Buffer
+	if err := run(context.Background(), crawlArgs(single, seeds, "--config", cfgPath), &so, &se); err != nil {
+		t.Fatalf("single crawl: %v\n%s", err, se.String())
+	}
+	singleReqs := web.Requests()
+	dirs := []string{filepath.Join(tmp, "a"), filepath.Join(tmp, "b"), filepath.Join(tmp, "c")}
+	start := func(dir string) (*exec.Cmd, *bytes.Buffer) {
+		var log bytes.Buffer
+		cmd := exec.Command(bin, crawlArgs(dir, seeds, "--redis", srv.URL(), "--crawl", "k", "--config", cfgPath)...)
+		cmd.Stdout, cmd.Stderr = &log, &log
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd, &log
+	}
+	// a works alone (it holds every partition, so it has work in flight),
+	// b joins and takes its share, then a is killed mid-crawl.
+	a, _ := start(dirs[0])
+	deadline := time.Now().Add(2 * time.Minute)
+	for len(web.Requests()) < len(singleReqs)+300 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	b, logB := start(dirs[1])
+	time.Sleep(1500 * time.Millisecond)
+	if err := a.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	a.Wait()
+	killedAt := len(web.Requests()) - len(singleReqs)
+	time.Sleep(2 * time.Second)
+	c, logC := start(dirs[2])
+	done := make(chan error, 2)
+	go func() { done <- b.Wait() }()
+	go func() { done <- c.Wait() }()
+	for range 2 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("worker: %v\nb:\n%s\nc:\n%s", err, logB, logC)
+			}
+		case <-time.After(4 * time.Minute):
+			b.Process.Kill()
+			c.Process.Kill()
+			t.Fatalf("workers did not finish\nb:\n%s\nc:\n%s", logB, logC)
+		}
+	}
+	reqs := web.Requests()[len(singleReqs):]
+	pages := func(rs []testweb.Request) int {
+		n := 0
+		for _, r := range rs {
+			if r.Path != "/robots.txt" {
+				n++
+			}
+		}
+		return n
+	}
+	extra := pages(reqs) - pages(singleReqs)
+	t.Logf("killed after %d requests; one process %d page requests, the workers %d (%d above)", killedAt, pages(singleReqs), pages(reqs), extra)
+	const inFlight = 4 // --workers of the killed process
+	if extra > inFlight {
+		t.Errorf("%d page requests above one process's crawl, more than the %d the killed worker could have in flight", extra, inFlight)
+	}
+	twice := map[string]int{}
+	for _, r := range reqs {
+		if r.Path != "/robots.txt" {
+			twice[r.Host+r.Path]++
+		}
+	}
+	n := 0
+	for u, k := range twice {
+		if k > 1 {
+			n++
+			t.Logf("requested %d times: %s", k, u)
+		}
+	}
+	if n > inFlight {
+		t.Errorf("%d URLs requested more than once, more than the %d in flight at the kill", n, inFlight)
+	}
+	sr, mr := mergedReportOf(t, single), mergedReportOf(t, dirs...)
+	choices := sameContent(t, uniqueContent(t, single), uniqueContent(t, dirs...), &sr, &mr)
+	t.Logf("near-duplicate pairs that kept the other copy: %d; classes: one process %v, workers %v", choices, sr.Stats.ByClass, mr.Stats.ByClass)
+	compareClasses(t, sr.Stats.ByClass, mr.Stats.ByClass)
+}
+
+// logRedisCost logs the commands Redis ran per page record (the commands
+// its scripts run included; TestStoreRoundTripsPerPage counts round trips)
+// and its memory.
+func logRedisCost(t *testing.T, srv *redistest.Server, pages int) {
+	t.Helper()
+	rdb := srv.Client(t)
+	stats, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls, reads int64
+	var lines []string
+	for _, line := range strings.Split(stats, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+		calls += n
+		cmd := strings.TrimPrefix(name, "cmdstat_")
+		if cmd == "hget" || cmd == "hgetall" {
+			reads += n
+		}
+		lines = append(lines, fmt.Sprintf("%s %.2f", cmd, float64(n)/float64(pages)))
+	}
+	mem, err := rdb.Info(context.Background(), "memory").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := ""
+	for _, line := range strings.Split(mem, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			used = v
+		}
+	}
+	t.Logf("redis per page record (%d): %.1f commands (those the scripts run counted too: not round trips), %.1f HGET/HGETALL; by command: %s; used_memory %s bytes",
+		pages, float64(calls)/float64(pages), float64(reads)/float64(pages), strings.Join(lines, ", "), used)
+}
+
+// TestSharedCrawlPasswordTLS: a worker reaches a redis-server that requires
+// a password and serves only TLS (rediss://, its certificate trusted through
+// --redis-ca) and crawls; the password never shows in its output; without
+// --redis-ca the certificate is refused with a clear error.
+func TestSharedCrawlPasswordTLS(t *testing.T) {
+	root := corpusRoot(t)
+	web, err := testweb.Start(root, testweb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { web.Close() })
+	const password = "s3cret-Pa55"
+	srv := redistest.Start(t, redistest.Options{Password: password, TLS: true})
+	seed := web.URL("127.0.0.15", "/reference/")
+	data := filepath.Join(t.TempDir(), "w")
+	var so, se bytes.Buffer
+	err = run(context.Background(), crawlArgs(data, []string{seed}, "--redis", srv.URL(), "--crawl", "tls"), &so, &se)
+	if err == nil || strings.Contains(err.Error()+se.String(), password) {
+		t.Fatalf("without --redis-ca: %v (the self-signed certificate must be refused, the password never shown)\n%s", err, se.String())
+	}
+	so.Reset()
+	se.Reset()
+	args := crawlArgs(data, []string{seed}, "--redis", srv.URL(), "--crawl", "tls", "--redis-ca", filepath.Join(srv.Dir, "cert.pem"))
+	if err := run(context.Background(), args, &so, &se); err != nil {
+		t.Fatalf("crawl: %v\n%s", err, se.String())
+	}
+	if strings.Contains(so.String()+se.String(), password) {
+		t.Error("the password shows in the worker's output")
+	}
+	d := mergedReportOf(t, data)
+	if d.Stats.ByClass["unique"] < 10 {
+		t.Errorf("crawl over TLS kept %d unique pages (by class %v)", d.Stats.ByClass["unique"], d.Stats.ByClass)
+	}
+	// A worker joining without seeds takes the crawl's, finds it done and
+	// requests nothing.
+	before := len(web.Requests())
+	args = slices.DeleteFunc(args, func(a string) bool { return a == seed })
+	args[2] = filepath.Join(t.TempDir(), "late")
+	if err := run(context.Background(), args, &so, &se); err != nil {
+		t.Fatalf("a worker without seeds: %v\n%s", err, se.String())
+	}
+	if n := len(web.Requests()) - before; n != 0 {
+		t.Errorf("a worker joining a finished crawl made %d requests", n)
+	}
+}
+
+// compareClasses checks the merged classes against one process's: what does
+// not depend on the order of the fetches is equal (errors, robots, not
+// HTML, no mirror skips with mirror detection off), the unique pages and
+// the duplicates (exact and near together) within 2%: which copy of a
+// near-duplicate pair is fetched first, and kept, changes them (a chain
+// A~B~C keeps B alone, or A and C). How the duplicates split into exact and
+// near follows the same choice (a copy of a dropped page is a near duplicate
+// of the page kept, not an exact one): logged, not compared.
+func compareClasses(t *testing.T, one, merged map[string]int) {
+	t.Helper()
+	for _, c := range []string{"error", "robots_disallowed", "not_html", "mirror_skipped"} {
+		if one[c] != merged[c] {
+			t.Errorf("class %s: %d in one process, %d merged", c, one[c], merged[c])
+		}
+	}
+	within := func(name string, a, b int) {
+		if d := a - b; d*50 > a+50 || -d*50 > a+50 {
+			t.Errorf("%s: %d in one process, %d merged (more than 2%% apart)", name, a, b)
+		}
+	}
+	within("unique", one["unique"], merged["unique"])
+	within("duplicates", one["exact_duplicate"]+one["near_duplicate"], merged["exact_duplicate"]+merged["near_duplicate"])
+}
