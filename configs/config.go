@@ -61,7 +61,21 @@ type Config struct {
 	Dedup      Dedup      `yaml:"dedup"`
 	Mirror     Mirror     `yaml:"mirror"`
 	Storage    Storage    `yaml:"storage"`
+	Serve      Serve      `yaml:"serve"`
 }
+
+// Serve holds the settings of the report server ('crawl --serve',
+// 'crawler serve') and its control API.
+type Serve struct {
+	Token Secret `yaml:"token"`
+}
+
+// Secret is a string that is never written back out: it marshals as "", so
+// the configuration a crawl stores in its data dir keeps no token.
+type Secret string
+
+// MarshalYAML implements yaml.Marshaler.
+func (Secret) MarshalYAML() (any, error) { return "", nil }
 
 // Crawl holds the crawl's size and scope.
 type Crawl struct {
@@ -75,6 +89,7 @@ type Crawl struct {
 	FollowNofollow     bool     `yaml:"follow_nofollow"`
 	SkipDuplicateLinks bool     `yaml:"skip_duplicate_links"`
 	Sitemaps           bool     `yaml:"sitemaps"`
+	CanonicalHints     bool     `yaml:"canonical_hints"`
 }
 
 // Politeness holds per-host pacing, robots.txt and back-off.

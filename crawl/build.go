@@ -47,6 +47,7 @@ type Crawl struct {
 	Frontier *frontier.Frontier // the local frontier (nil in a shared crawl)
 	Queues   Frontier           // the frontier the engine drives (Frontier, or the shared one)
 	Fetcher  *fetch.Fetcher
+	Scope    *frontier.Scope // widened by AddSeeds (control.go)
 }
 
 // Close releases the fetcher's connections.
@@ -108,6 +109,10 @@ func build(cfg configs.Config, db *storage.DB, sh *Shared, env Env, logger *slog
 		eo.Resolver = env.Resolver
 	}
 	if sh != nil {
+		// The canonical hints read-modify-write their records, which a
+		// shared store does not check at the commit: per process, like
+		// mirror detection, and off in a shared crawl (every alias fetched).
+		eo.CanonicalHints = false
 		return buildShared(eo, fo, sh, det, fetcher, robots, logger), nil
 	}
 	fr, err := frontier.New(fo, db, nil, logger.With("system", "frontier"))
@@ -116,7 +121,7 @@ func build(cfg configs.Config, db *storage.DB, sh *Shared, env Env, logger *slog
 		return nil, err
 	}
 	eng := New(eo, db, fr, fetcher, robots, det, logger.With("system", "crawl"))
-	return &Crawl{Engine: eng, Frontier: fr, Queues: fr, Fetcher: fetcher}, nil
+	return &Crawl{Engine: eng, Frontier: fr, Queues: fr, Fetcher: fetcher, Scope: scope}, nil
 }
 
 // AddrPolicy builds the address policy of a crawl: public addresses, the
@@ -217,6 +222,7 @@ func EngineOptions(cfg configs.Config) Options {
 		FollowNofollow:     cfg.Crawl.FollowNofollow,
 		SkipDuplicateLinks: cfg.Crawl.SkipDuplicateLinks,
 		Sitemaps:           cfg.Crawl.Sitemaps,
+		CanonicalHints:     cfg.Crawl.CanonicalHints,
 		ObeyRobots:         cfg.Politeness.ObeyRobots,
 		RobotsAgent:        cfg.Fetch.RobotsAgent,
 		RobotsRetry:        cfg.Politeness.RobotsRetry.D(),

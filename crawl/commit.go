@@ -144,6 +144,9 @@ func (ct *commitTx) content(p *storage.Page, c *pageContent, d dedup.Decision) e
 	if err := ct.e.mirror.content(ct, p, c); err != nil {
 		return err
 	}
+	if err := ct.aliasRecorded(p); err != nil {
+		return err
+	}
 	if err := ct.links(p, c.links); err != nil {
 		return err
 	}

@@ -75,6 +75,7 @@ type Options struct {
 	MaxLookups         int              // concurrent politeness lookups (0 = DefaultMaxLookups)
 	LookupTimeout      time.Duration    // one politeness lookup (0 = DefaultLookupTimeout)
 	Sitemaps           bool             // fetch the sitemaps robots.txt names and queue their URLs (sitemaps.go)
+	CanonicalHints     bool             // queue a known canonical URL in place of its alias (canonical.go)
 }
 
 // Engine runs a crawl over one store.

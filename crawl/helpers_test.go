@@ -314,6 +314,8 @@ type crawlResult struct {
 	Mirrors  []report.Mirror          // the report's mirrors
 	Notes    []report.HostNote        // the report's host notes
 	Pages    map[string]*storage.Page // by canonical URL
+	Skipped  map[string]*storage.Page // skip records (mirror_skipped without a page id), by URL
+	Aliases  *report.Aliases          // the report's canonical hints
 	GiveUps  map[string]string        // host given up -> reason (frontier or stored evidence)
 	Requests int64
 	Elapsed  time.Duration
@@ -398,6 +400,10 @@ func runCrawl(tb testing.TB, cfg crawlConfig, seeds ...string) crawlResult {
 	}); err != nil {
 		tb.Fatalf("ForEachPage: %v", err)
 	}
+	res.Skipped = map[string]*storage.Page{}
+	if err := db.ForEachSkipped(func(p *storage.Page) error { res.Skipped[p.URL] = p; return nil }); err != nil {
+		tb.Fatalf("ForEachSkipped: %v", err)
+	}
 	res.Hints = map[string]crawl.SitemapHint{}
 	if err := crawl.SitemapHints(db, func(h crawl.SitemapHint) error { res.Hints[h.URL] = h; return nil }); err != nil {
 		tb.Fatalf("SitemapHints: %v", err)
@@ -408,6 +414,7 @@ func runCrawl(tb testing.TB, cfg crawlConfig, seeds ...string) crawlResult {
 	}
 	res.Notes = rd.HostNotes
 	res.Mirrors = rd.Mirrors
+	res.Aliases = rd.Aliases
 	var text strings.Builder
 	if err := report.WriteText(&text, rd); err != nil {
 		tb.Fatalf("WriteText: %v", err)

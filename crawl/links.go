@@ -88,6 +88,12 @@ func (ct *commitTx) links(p *storage.Page, links []string) error {
 				item, ok, err = ct.e.enqueueItem(ct.tx, cu, p.Depth+1, p.URL, true, 0)
 			}
 		} else {
+			if held, err := ct.aliasLink(cu, p); err != nil || held {
+				if err != nil {
+					return err
+				}
+				continue // held back on its canonical URL (canonical.go)
+			}
 			item, ok, err = ct.e.follow(ct.tx, cu, p.Depth+1, p.URL)
 		}
 		if err != nil {
@@ -224,14 +230,23 @@ func (l mirrorLinks) decided(ct *commitTx, cu string, via *storage.Page) (bool, 
 // content already, so that each sample is a comparison (a counterpart that
 // is only queued may turn out missing, and the sample wasted).
 func (l mirrorLinks) sample(ct *commitTx, cpID uint64, m mirror.Mapping) (bool, error) {
+	key := mirror.Key(m)
+	if l.m.det.Halted(key) {
+		return true, nil // the loss monitor stopped its skipping: fetched
+	}
+	if short, err := l.m.tooShort(ct.tx, key, cpID); err != nil || short {
+		return short, err
+	}
 	cmp, err := comparable(ct.tx, cpID)
 	if err != nil {
 		return false, err
 	}
-	return cmp && l.m.det.WantSample(mirror.Key(m)), nil
+	return cmp && l.m.det.WantSample(key), nil
 }
 
-func (mirrorLinks) waits(m mirror.Mapping) bool { return !m.SameHost() }
+func (l mirrorLinks) waits(m mirror.Mapping) bool {
+	return !m.SameHost() && !l.m.det.Halted(mirror.Key(m))
+}
 
 // counterpartUsable reports whether counterpart cp is known (queued or
 // fetched) and has not failed. On a decided mirror an unknown counterpart is

@@ -76,15 +76,21 @@ func (m *mirrorRules) skipLeased(it *frontier.Item) (attempt, bool) {
 	err := e.st.Update(e.sctx, func(tx Tx) error {
 		skipped = false
 		pushed = pushed[:0]
-		cpID, usable, queued, err := m.counterpart(tx, cp, it.Depth, it.Via)
+		cpURL, cpID, usable, queued, err := m.counterpart(tx, cp, it.Depth, it.Via)
 		if queued != nil {
 			pushed = append(pushed, *queued)
 		}
-		if err != nil || !usable || !m.det.Skip(key) {
+		if err != nil || !usable {
 			return err
 		}
+		if short, err := m.tooShort(tx, key, cpID); err != nil || short {
+			return err
+		}
+		if !m.det.Skip(key) {
+			return nil
+		}
 		skipped = true
-		return m.recordLeased(tx, it, key, cp, cpID)
+		return m.recordLeased(tx, it, key, cpURL, cpID)
 	})
 	if err != nil {
 		e.setFatal(err)
@@ -120,23 +126,33 @@ func (m *mirrorRules) recordLeased(tx Tx, it *frontier.Item, key, cp string, cpI
 	return m.saveCandidate(tx, key)
 }
 
-// counterpart returns the page id of counterpart cp on a decided mirror's
-// original and whether the copy may be skipped in its favour. An unknown
+// counterpart returns the URL and page id of counterpart cp (or of its other
+// form, mirror.ExtAlternates) on a decided mirror's original and whether the
+// copy may be skipped in its favour. An unknown
 // counterpart is queued now (if in scope) and used; one that failed is not.
 // queued is the new queue entry to push after the commit.
-func (m *mirrorRules) counterpart(tx Tx, cp string, depth int, via string) (uint64, bool, *frontier.Item, error) {
+func (m *mirrorRules) counterpart(tx Tx, cp string, depth int, via string) (string, uint64, bool, *frontier.Item, error) {
 	id, usable, err := counterpartUsable(tx, cp)
 	if err != nil || usable {
-		return id, usable, nil, err
+		return cp, id, usable, nil, err
 	}
 	if _, seen, err := tx.SeenID(cp); err != nil || seen {
-		return 0, false, nil, err // known and failed
+		return cp, 0, false, nil, err // known and failed
+	}
+	// A mapping learnt from a pair of index pages cannot tell whether one
+	// side drops the other's extensions ("a" for "a.html"): a counterpart
+	// known under the other form is the one, rather than a request for a
+	// form the original may not serve.
+	for _, alt := range mirror.ExtAlternates(cp) {
+		if id, ok, err := counterpartUsable(tx, alt); err != nil || ok {
+			return alt, id, ok, nil, err
+		}
 	}
 	it, ok, err := m.e.follow(tx, cp, depth, via)
 	if err != nil || !ok {
-		return 0, false, nil, err
+		return cp, 0, false, nil, err
 	}
-	return it.ID, true, &it, nil
+	return cp, it.ID, true, &it, nil
 }
 
 // skipLink records a newly found link on a decided mirror as mirror_skipped
@@ -160,12 +176,23 @@ func (m *mirrorRules) skipLink(ct *commitTx, cu string, via *storage.Page) (skip
 	if !m.e.inScope(cu) {
 		return false, false, nil
 	}
-	cpID, usable, queued, err := m.counterpart(ct.tx, cp, via.Depth+1, via.URL)
+	cp, cpID, usable, queued, err := m.counterpart(ct.tx, cp, via.Depth+1, via.URL)
 	if queued != nil {
 		ct.queue(*queued)
 	}
 	if err != nil || !usable {
 		return false, false, err
+	}
+	if short, err := m.tooShort(ct.tx, key, cpID); err != nil || short {
+		if err != nil {
+			return false, false, err
+		}
+		// Fetched, outside the verification stream (not a random pick).
+		item, ok, err := m.e.follow(ct.tx, cu, via.Depth+1, via.URL)
+		if ok {
+			ct.queue(item)
+		}
+		return true, false, err
 	}
 	if !m.det.Skip(key) {
 		return false, true, nil
@@ -174,6 +201,20 @@ func (m *mirrorRules) skipLink(ct *commitTx, cu string, via *storage.Page) (skip
 		return false, false, err
 	}
 	return true, false, m.saveCandidate(ct.tx, key)
+}
+
+// tooShort reports whether counterpart cpID, fetched, is too short to
+// represent its copy under candidate key once the candidate's systematic
+// differences are added (mirror.Detector.Represents): the copy is fetched.
+func (m *mirrorRules) tooShort(tx Tx, key string, cpID uint64) (bool, error) {
+	rec, err := tx.GetPage(cpID)
+	if err == storage.ErrNotFound {
+		return false, nil // queued: checked when it is fetched (sampleWaiting)
+	}
+	if err != nil {
+		return false, err
+	}
+	return hasContent(rec) && !m.det.Represents(key, rec.Words), nil
 }
 
 // content feeds the detector a page with content: the pair's link evidence,
@@ -245,11 +286,15 @@ func (m *mirrorRules) compare(ct *commitTx, p *storage.Page, doc *parse.Document
 		// Two builds of one site that differ page by page in more than the
 		// near-duplicate threshold allows match on few paths, and the
 		// sequential test rejects them.
-		match, err := m.samePage(cp.Key, p, doc, rec)
+		match, lost, err := m.samePage(cp.Key, p, doc, rec)
 		if err != nil {
 			return err
 		}
-		m.note(ct, cp.Key, m.det.Compare(cp.Key, match, p.Verify || rec.Verify))
+		verification := p.Verify || rec.Verify
+		m.note(ct, cp.Key, m.det.Compare(cp.Key, match, verification))
+		if verification {
+			m.note(ct, cp.Key, m.det.Monitor(cp.Key, lost))
+		}
 		if err := m.saveCandidate(ct.tx, cp.Key); err != nil {
 			return err
 		}
@@ -275,6 +320,11 @@ func (m *mirrorRules) note(ct *commitTx, key string, change mirror.Event) {
 		}
 	case mirror.WithdrawnNow:
 		m.e.logger.Info("mirror candidate withdrawn: its pages stopped matching; skipped URLs are queued again", "candidate", key)
+		ct.withdrawn = append(ct.withdrawn, key)
+	case mirror.HaltedNow:
+		// The decision stands; its skipped URLs are queued again like a
+		// withdrawn one's.
+		m.e.logger.Info("mirror skipping stopped: a verified page would have been lost; skipped URLs are queued again", "candidate", key)
 		ct.withdrawn = append(ct.withdrawn, key)
 	}
 }
@@ -388,6 +438,7 @@ func (m *mirrorRules) committed(ct *commitTx) {
 		m.requeueSkipped(key)
 	}
 	for _, key := range ct.decided {
+		m.verifyStanding(key)
 		m.onDecided(key)
 	}
 }
@@ -442,16 +493,24 @@ func (m *mirrorRules) onDecided(key string) {
 // fetched, each such sample is a comparison. (Copies are sampled only against
 // fetched counterparts; sampled against queued ones, many turn out to be
 // paths the original lacks and prove nothing.)
+//
+// It also queues the copies waiting on p that p is too short to represent
+// (tooShort), and all of them under a mirror whose skipping the loss monitor
+// stopped.
 func (m *mirrorRules) sampleWaiting(ct *commitTx, p *storage.Page) error {
-	if !hasContent(p) || !m.det.WantsSamples(p.URL) {
+	if !hasContent(p) {
 		return nil
 	}
 	deps, err := ct.tx.Dependents(p.URL)
-	if err != nil {
+	if err != nil || len(deps) == 0 {
 		return err
 	}
 	for _, d := range deps {
 		key, ok := m.det.SampleKey(d.URL, p.URL)
+		sample := ok
+		if !ok {
+			key, ok = m.unrepresented(d.URL, p)
+		}
 		if !ok {
 			continue
 		}
@@ -466,13 +525,30 @@ func (m *mirrorRules) sampleWaiting(ct *commitTx, p *storage.Page) error {
 		// SampleKey saw the count under the cap.
 		if ok {
 			ct.queue(it)
-			m.det.WantSample(key)
+			if sample {
+				m.det.WantSample(key)
+			}
 		}
 	}
 	return nil
 }
 
-// samePage reports whether the crawler's duplicate decision calls p (parsed
+// unrepresented returns the candidate under which copy u waits on page p
+// when p will not stand for it: the candidate's skipping was stopped, or p is
+// too short (mirror.Detector.Represents).
+func (m *mirrorRules) unrepresented(u string, p *storage.Page) (string, bool) {
+	for _, cp := range m.det.Counterparts(u) {
+		if cp.URL != p.URL {
+			continue
+		}
+		if m.det.Halted(cp.Key) || !m.det.Represents(cp.Key, p.Words) {
+			return cp.Key, true
+		}
+	}
+	return "", false
+}
+
+// samePage reports (match) whether the crawler's duplicate decision calls p (parsed
 // from doc, being committed) and rec (a stored page) duplicates, compared
 // under candidate key: the same payload, one recorded as the other's
 // duplicate, or the exact Jaccard of their looped shingle sets at least the
@@ -481,32 +557,37 @@ func (m *mirrorRules) sampleWaiting(ct *commitTx, p *storage.Page) error {
 // shingles are those of the token stream the dedup signs, made from the
 // visible text (and the title, with title_tokens); with url_tokens, whose
 // URL tokens the stored text lacks, both sides are compared on their text
-// alone.
-func (m *mirrorRules) samePage(key string, p *storage.Page, doc *parse.Document, rec *storage.Page) (bool, error) {
+// alone. lost reports that their plain Jaccard similarity is below
+// mirror.Represented: one would be lost were it skipped for the other (the
+// loss monitor's event).
+func (m *mirrorRules) samePage(key string, p *storage.Page, doc *parse.Document, rec *storage.Page) (match, lost bool, err error) {
 	if p.SHA256 != "" && p.SHA256 == rec.SHA256 {
-		return true, nil
+		m.det.Identical(key)
+		return true, false, nil
 	}
-	if (p.Class.Duplicate() && p.OriginalID == rec.ID) || (rec.Class.Duplicate() && rec.OriginalID == p.ID) {
-		return true, nil
-	}
+	// One recorded as the other's duplicate matches; their text is compared
+	// all the same, for the loss monitor and the pair's typical difference
+	// (mirror.Detector.Represents).
+	recorded := (p.Class.Duplicate() && p.OriginalID == rec.ID) || (rec.Class.Duplicate() && rec.OriginalID == p.ID)
 	e := m.e
 	text, err := e.st.Text(e.sctx, rec.ID)
 	if err != nil {
 		if errors.Is(err, storage.ErrDamaged) {
-			return false, nil // unreadable: no evidence either way
+			return recorded, false, nil // unreadable: no evidence either way
 		}
-		return false, err
+		return false, false, err
 	}
 	if text == doc.Text && (!e.o.Parse.TitleTokens || rec.Title == doc.Title) {
-		return true, nil // the same token stream: J = 1 without shingling
+		m.det.Identical(key)
+		return true, false, nil // the same token stream: J = 1 without shingling
 	}
 	mine := doc.Tokens
 	if e.o.Parse.URLTokens {
 		mine = e.storedTokens(nil, doc.Title, doc.Text)
 	}
 	theirs := e.storedTokens(nil, rec.Title, text)
-	j := m.det.Resemblance(key, e.det.Shingles(mine, nil), e.det.Shingles(theirs, nil))
-	return j >= e.det.Options().Threshold, nil
+	r, j := m.det.Similarities(key, e.det.Shingles(mine, nil), e.det.Shingles(theirs, nil))
+	return recorded || r >= e.det.Options().Threshold, j < mirror.Represented, nil
 }
 
 func (m *mirrorRules) saveCandidate(tx EvidenceLog, key string) error {
@@ -517,15 +598,92 @@ func (m *mirrorRules) saveCandidate(tx EvidenceLog, key string) error {
 	return tx.PutEvidence("mirror", key, c)
 }
 
-// requeueSkipped queues again every URL skipped under a withdrawn decision.
+// requeueSkipped queues again every URL skipped under a withdrawn (or
+// halted) decision.
 func (m *mirrorRules) requeueSkipped(key string) {
-	c, ok := m.det.Candidate(key)
+	deps, mp, ok := m.skippedUnder(key)
 	if !ok {
 		return
 	}
 	e := m.e
+	n, err := e.queueAll(len(deps), func(tx Tx, i int) (frontier.Item, bool, error) {
+		return e.requeueDependent(tx, deps[i].Dependent)
+	})
+	if err != nil {
+		e.setFatal(err)
+		return
+	}
+	e.logger.Info("queued skipped URLs again", "count", n, "mirror", mp.FromOrigin+mp.FromPrefix)
+}
+
+// verifyStanding draws the verification stream from the URLs skipped under
+// candidate key before it was decided (copies presumed while the test ran):
+// on a small mirror they can be all of its pages, and a stream drawn only
+// from later skips would never run. One in VerifyEvery is queued again,
+// marked for verification.
+func (m *mirrorRules) verifyStanding(key string) {
+	deps, mp, ok := m.skippedUnder(key)
+	if !ok {
+		return
+	}
+	e := m.e
+	n, err := e.queueAllFrom(func(tx Tx) ([]frontier.Item, error) {
+		var items []frontier.Item
+		for _, d := range deps {
+			// Copies their counterparts are too short to represent are
+			// fetched (outside the stream); one in VerifyEvery of the rest
+			// is a verification pick.
+			short, err := m.tooShort(tx, key, d.cpID)
+			if err != nil {
+				return nil, err
+			}
+			verify := !short && !m.det.Skip(key)
+			if !short && !verify {
+				continue
+			}
+			it, ok, err := e.requeueDependent(tx, d.Dependent)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+			if verify {
+				it.Verify = true
+				if err := tx.PutQueue(it); err != nil {
+					return nil, err
+				}
+			}
+			items = append(items, it)
+		}
+		return items, nil
+	})
+	if err != nil {
+		e.setFatal(err)
+		return
+	}
+	if n > 0 {
+		e.logger.Info("queued skipped URLs to verify a mirror decision", "count", n, "mirror", mp.FromOrigin+mp.FromPrefix)
+	}
+}
+
+// skippedCopy is a URL skipped under a mirror candidate and its
+// counterpart's page id.
+type skippedCopy struct {
+	storage.Dependent
+	cpID uint64
+}
+
+// skippedUnder returns the URLs skipped in favour of candidate key's
+// counterparts, and its mirror mapping.
+func (m *mirrorRules) skippedUnder(key string) ([]skippedCopy, mirror.Mapping, bool) {
+	c, ok := m.det.Candidate(key)
+	if !ok {
+		return nil, mirror.Mapping{}, false
+	}
+	e := m.e
 	mp := c.MirrorMapping()
-	var deps []storage.Dependent
+	var deps []skippedCopy
 	collect := func(p *storage.Page) error {
 		if p.Class != storage.ClassMirrorSkipped {
 			return nil
@@ -533,24 +691,17 @@ func (m *mirrorRules) requeueSkipped(key string) {
 		// Only the URLs skipped in favour of this mapping's counterparts:
 		// another candidate over the same prefix may be sound.
 		if cp, under := mp.Apply(p.URL); under && cp == p.DuplicateOf {
-			deps = append(deps, storage.Dependent{ID: p.ID, URL: p.URL, Depth: p.Depth, Via: p.Via, Seen: p.ID != 0})
+			deps = append(deps, skippedCopy{storage.Dependent{ID: p.ID, URL: p.URL, Depth: p.Depth, Via: p.Via, Seen: p.ID != 0}, p.OriginalID})
 		}
 		return nil
 	}
 	if err := e.st.ForEachSkipped(e.sctx, collect); err != nil {
 		e.setFatal(err)
-		return
+		return nil, mp, false
 	}
 	if err := e.st.ForEachPage(e.sctx, collect); err != nil {
 		e.setFatal(err)
-		return
+		return nil, mp, false
 	}
-	n, err := e.queueAll(len(deps), func(tx Tx, i int) (frontier.Item, bool, error) {
-		return e.requeueDependent(tx, deps[i])
-	})
-	if err != nil {
-		e.setFatal(err)
-		return
-	}
-	e.logger.Info("queued skipped URLs again", "count", n, "mirror", mp.FromOrigin+mp.FromPrefix)
+	return deps, mp, true
 }

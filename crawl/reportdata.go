@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -36,6 +37,9 @@ func ReportData(db *storage.DB, filter string, curve []report.CurvePoint) (*repo
 		return nil, err
 	}
 	reportRun(db, d)
+	if d.Aliases, err = aliasReport(context.Background(), BadgerStore(db)); err != nil {
+		return nil, err
+	}
 	if err := reportChanges(db, d); err != nil {
 		return nil, fmt.Errorf("recrawl changes: %w", err)
 	}
@@ -56,7 +60,7 @@ func reportPages(db *storage.DB, d *report.Data) (map[string][]skipRec, error) {
 	hosts := map[string]bool{}
 	skips := map[string][]skipRec{}
 	add := func(p *storage.Page) error {
-		if p.Class == storage.ClassMirrorSkipped {
+		if p.Class == storage.ClassMirrorSkipped && p.Method != aliasMethod {
 			o := mirror.Origin(p.URL)
 			skips[o] = append(skips[o], skipRec{p.URL, p.DuplicateOf})
 		}

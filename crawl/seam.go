@@ -100,6 +100,13 @@ type EvidenceLog interface {
 	TakeEvidence(kind, key string) ([]byte, bool, error)
 }
 
+// EvidenceReader reads an evidence record inside a transaction without
+// taking it: the store of URL alias hints (canonical.go). A Tx that lacks it
+// crawls without alias hints (every alias is fetched; nothing is lost).
+type EvidenceReader interface {
+	GetEvidence(kind, key string) ([]byte, bool, error)
+}
+
 // Tx is one page's transaction (storage.Tx implements it).
 type Tx interface {
 	SeenSet
@@ -169,6 +176,7 @@ type Frontier interface {
 }
 
 var (
-	_ Tx       = (*storage.Tx)(nil)
-	_ Frontier = (*frontier.Frontier)(nil)
+	_ Tx             = (*storage.Tx)(nil)
+	_ EvidenceReader = (*storage.Tx)(nil)
+	_ Frontier       = (*frontier.Frontier)(nil)
 )

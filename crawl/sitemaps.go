@@ -354,6 +354,9 @@ func (e *Engine) queueSitemapEntries(tx Tx, it *frontier.Item, parsed *sitemap.R
 			if err := tx.PutEvidence("sitemap_url", cu, hintOf(it.URL, en)); err != nil {
 				return nil, 0, err
 			}
+			if err := sitemapAlias(tx, cu); err != nil {
+				return nil, 0, err
+			}
 			item, ok, err = e.follow(tx, cu, it.Depth+1, it.URL)
 		}
 		if err != nil {

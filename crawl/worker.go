@@ -193,6 +193,10 @@ func (e *Engine) page(a attempt) (*storage.Page, *pageContent) {
 // describe copies what the parser found into the page record.
 func (e *Engine) describe(p *storage.Page, doc *parse.Document, res *fetch.Result) {
 	p.Title, p.Lang, p.Canonical = doc.Title, doc.Lang, doc.Canonical
+	if p.Canonical == "" {
+		base, _ := url.Parse(res.FinalURL)
+		p.Canonical = parse.HeaderCanonical(res.Header.Values("Link"), base)
+	}
 	if code, conf, ok := parse.DetectLanguage(doc.Text); ok {
 		p.TextLang, p.TextLangConf = code, conf
 	}

@@ -161,6 +161,7 @@ type Frontier struct {
 	queued  int       // total queued
 	pending int       // hosts held by AwaitPoliteKey
 	stopped bool
+	paused  bool          // Pause: no lease until Resume (pause.go)
 	changed chan struct{} // closed and replaced whenever state changes
 	giveUps []GiveUp
 }
@@ -367,6 +368,12 @@ func (f *Frontier) Next(ctx context.Context) (*Item, error) {
 		if f.stopped {
 			f.mu.Unlock()
 			return nil, ErrDone
+		}
+		if f.paused {
+			if err := f.awaitChange(ctx); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		budgetLeft := f.opts.MaxPages <= 0 || f.leased < f.opts.MaxPages
 		var wait time.Duration = -1

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"golang.org/x/net/publicsuffix"
 )
@@ -212,12 +214,18 @@ type ScopeOptions struct {
 	Deny  []string  // regexps; a URL matching any is out
 }
 
-// Scope decides whether canonical URLs belong to the crawl. It is immutable after NewScope
-// and safe for concurrent use.
+// Scope decides whether canonical URLs belong to the crawl. Only Widen (seeds added while
+// the crawl runs) changes it; it is safe for concurrent use.
 type Scope struct {
-	mode     ScopeMode
-	allow    []*regexp.Regexp
-	deny     []*regexp.Regexp
+	mode  ScopeMode
+	allow []*regexp.Regexp
+	deny  []*regexp.Regexp
+	seeds atomic.Pointer[seedSet] // replaced whole by Widen
+	widen sync.Mutex              // serializes Widen (InScope never waits)
+}
+
+// seedSet is what the seeds admit; it is never changed once published.
+type seedSet struct {
 	hosts    map[string]struct{} // ScopeHost: seed host names; ScopeDomain: registrable domains or IPs
 	prefixes []string            // ScopePrefix
 }
@@ -225,7 +233,7 @@ type Scope struct {
 // NewScope compiles o for the given seeds (canonical URLs; they are canonicalized again,
 // which is a no-op for canonical input). The error lists every bad regexp and seed.
 func NewScope(o ScopeOptions, seeds []string) (*Scope, error) {
-	s := &Scope{mode: o.Mode, hosts: make(map[string]struct{})}
+	s := &Scope{mode: o.Mode}
 	if s.mode == "" {
 		s.mode = ScopeHost
 	}
@@ -238,7 +246,24 @@ func NewScope(o ScopeOptions, seeds []string) (*Scope, error) {
 	}
 	s.allow = scopeCompile(o.Allow)
 	s.deny = scopeCompile(o.Deny)
+	set, serrs := s.withSeeds(&seedSet{hosts: map[string]struct{}{}}, seeds)
+	errs = append(errs, serrs...)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrScope, errors.Join(errs...))
+	}
+	s.seeds.Store(set)
+	return s, nil
+}
 
+// withSeeds returns a copy of old that also admits what seeds do, and the
+// seeds that are not URLs.
+func (s *Scope) withSeeds(old *seedSet, seeds []string) (*seedSet, []error) {
+	set := &seedSet{hosts: make(map[string]struct{}, len(old.hosts)+len(seeds)),
+		prefixes: append([]string(nil), old.prefixes...)}
+	for h := range old.hosts {
+		set.hosts[h] = struct{}{}
+	}
+	var errs []error
 	for i, seed := range seeds {
 		c, err := Canonicalize(seed, nil)
 		if err != nil {
@@ -247,17 +272,14 @@ func NewScope(o ScopeOptions, seeds []string) (*Scope, error) {
 		}
 		switch s.mode {
 		case ScopeHost:
-			s.hosts[scopeHostname(c)] = struct{}{}
+			set.hosts[scopeHostname(c)] = struct{}{}
 		case ScopeDomain:
-			s.hosts[scopeDomain(scopeHostname(c))] = struct{}{}
+			set.hosts[scopeDomain(scopeHostname(c))] = struct{}{}
 		case ScopePrefix:
-			s.prefixes = append(s.prefixes, scopePrefix(c))
+			set.prefixes = append(set.prefixes, scopePrefix(c))
 		}
 	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("%w: %w", ErrScope, errors.Join(errs...))
-	}
-	return s, nil
+	return set, errs
 }
 
 func scopeCompile(exprs []string) []*regexp.Regexp {
@@ -275,14 +297,21 @@ func scopeCompile(exprs []string) []*regexp.Regexp {
 // or IP; prefix: u starts with a seed's directory prefix; any: always), and, when Allow is
 // non-empty, at least one Allow regexp matches it.
 func (s *Scope) InScope(u string) bool {
+	return !s.denied(u) && s.modeAdmits(u) && s.allowed(u)
+}
+
+// denied reports whether a Deny regexp matches u.
+func (s *Scope) denied(u string) bool {
 	for _, re := range s.deny {
 		if re.MatchString(u) {
-			return false
+			return true
 		}
 	}
-	if !s.modeAdmits(u) {
-		return false
-	}
+	return false
+}
+
+// allowed reports whether Allow is empty or one of its regexps matches u.
+func (s *Scope) allowed(u string) bool {
 	if len(s.allow) == 0 {
 		return true
 	}
@@ -295,12 +324,13 @@ func (s *Scope) InScope(u string) bool {
 }
 
 func (s *Scope) modeAdmits(u string) bool {
+	set := s.seeds.Load()
 	switch s.mode {
 	case ScopeAny:
 		_, _, ok := canonSplitAuthority(u)
 		return ok
 	case ScopePrefix:
-		for _, p := range s.prefixes {
+		for _, p := range set.prefixes {
 			if strings.HasPrefix(u, p) {
 				return true
 			}
@@ -311,14 +341,14 @@ func (s *Scope) modeAdmits(u string) bool {
 		if h == "" {
 			return false
 		}
-		_, ok := s.hosts[scopeDomain(h)]
+		_, ok := set.hosts[scopeDomain(h)]
 		return ok
 	default:
 		h := scopeHostname(u)
 		if h == "" {
 			return false
 		}
-		_, ok := s.hosts[h]
+		_, ok := set.hosts[h]
 		return ok
 	}
 }

@@ -316,3 +316,56 @@ func ExampleScope_InScope() {
 	// false true
 	// false true
 }
+
+// TestScopeWiden: seeds added while the crawl runs widen each mode as seeds
+// given to NewScope do, while deny still applies; a bad seed changes nothing.
+func TestScopeWiden(t *testing.T) {
+	cases := []struct {
+		mode     ScopeMode
+		in, out  string
+		addition string
+	}{
+		{ScopeHost, "http://b.example/x", "http://c.example/x", "http://b.example/"},
+		{ScopeDomain, "http://www.b-site.org/x", "http://c-site.org/x", "http://b-site.org/"},
+		{ScopePrefix, "http://a.example/docs/x", "http://a.example/other", "http://a.example/docs/index.html"},
+	}
+	for _, c := range cases {
+		s, err := NewScope(ScopeOptions{Mode: c.mode, Deny: []string{`/private`}}, []string{"http://a.example/start/"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.InScope(c.in) {
+			t.Fatalf("%s: %s in scope before Widen", c.mode, c.in)
+		}
+		if err := s.Widen([]string{"::bad"}); err == nil || s.InScope(c.in) {
+			t.Fatalf("%s: bad seed: err %v, in scope %v", c.mode, err, s.InScope(c.in))
+		}
+		if err := s.Widen([]string{c.addition}); err != nil {
+			t.Fatal(err)
+		}
+		if !s.InScope(c.in) || s.InScope(c.out) || !s.InScope("http://a.example/start/y") {
+			t.Errorf("%s after Widen(%s): %s %v (want true), %s %v (want false), first seed %v",
+				c.mode, c.addition, c.in, s.InScope(c.in), c.out, s.InScope(c.out), s.InScope("http://a.example/start/y"))
+		}
+		if s.InScope(c.in + "/private") {
+			t.Errorf("%s: deny no longer applies after Widen", c.mode)
+		}
+	}
+}
+
+// TestScopeWidenRefusesExcluded: a seed the deny or allow list excludes is
+// refused, and the scope keeps what it admitted.
+func TestScopeWidenRefusesExcluded(t *testing.T) {
+	s, err := NewScope(ScopeOptions{Allow: []string{`^http://[a-z.]+/`}, Deny: []string{`/private`}}, []string{"http://a.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seed := range []string{"http://b.example/private/", "http://10.0.0.1:8080/"} {
+		if err := s.Widen([]string{"http://c.example/", seed}); !errors.Is(err, ErrScope) {
+			t.Errorf("Widen(%s): %v, want ErrScope", seed, err)
+		}
+	}
+	if s.InScope("http://c.example/x") || !s.InScope("http://a.example/x") {
+		t.Errorf("a refused Widen changed the scope")
+	}
+}

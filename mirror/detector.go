@@ -54,12 +54,22 @@ type Options struct {
 	// MaxCandidates bounds memory on sites with many duplicate pairs
 	// (default 10000).
 	MaxCandidates int
+	// LossRate is the share of a decided mirror's skipped pages that may be
+	// lost (default 0.001): pages whose counterpart on the original has a
+	// Jaccard similarity below Represented. The loss monitor (Monitor)
+	// stops skipping when the verification stream shows more.
+	LossRate float64
 }
+
+// Represented is the Jaccard similarity at or above which a kept page
+// represents a skipped one (issue 17's content-lost criterion, and the
+// precision criterion of a dropped near duplicate).
+const Represented = 0.80
 
 // DefaultOptions returns the defaults (see docs/MIRRORS.md).
 func DefaultOptions() Options {
 	return Options{MirrorShare: 0.8, OtherShare: 0.5, FalseMirror: 0.01, MissedMirror: 0.01,
-		MaxCompared: 50, Sample: 10, VerifyEvery: 20, MaxCandidates: 10000}
+		MaxCompared: 50, Sample: 10, VerifyEvery: 20, MaxCandidates: 10000, LossRate: 0.001}
 }
 
 // Validate reports every invalid option at once.
@@ -81,6 +91,9 @@ func (o Options) Validate() error {
 	}
 	if o.MaxCompared < 1 {
 		errs = append(errs, fmt.Errorf("mirror.max_compared must be >= 1, got %d", o.MaxCompared))
+	}
+	if !(o.LossRate > 0 && o.LossRate < 1-o.MirrorShare) {
+		errs = append(errs, fmt.Errorf("mirror.loss_rate must be above 0 and below 1 - mirror_share (%g), got %g", 1-o.MirrorShare, o.LossRate))
 	}
 	if o.VerifyEvery < 2 {
 		errs = append(errs, fmt.Errorf("mirror.verify_every must be >= 2, got %d", o.VerifyEvery))
@@ -158,7 +171,12 @@ type Candidate struct {
 	LinksCompared     int `json:"links_compared"`
 	LinksMatched      int `json:"links_matched"`
 	LinkDisagreements int `json:"link_disagreements,omitempty"` // pairs whose links did not map
-	sinceLastCheck    int
+	// The loss monitor (Monitor): verification-stream pairs whose pages are
+	// below Represented, its statistic, and whether it stopped the skipping.
+	LossEvents     int     `json:"loss_events,omitempty"`
+	LossStat       float64 `json:"loss_stat,omitempty"`
+	Halted         bool    `json:"halted,omitempty"`
+	sinceLastCheck int
 }
 
 // SameHost reports whether both sides are on one origin (a replicated
@@ -206,6 +224,7 @@ type Counterpart struct {
 type Detector struct {
 	o        Options
 	t        sprt
+	m        monitor
 	diffs    map[string]*diffCounts // per candidate: shingles its compared pairs differ in (systematic.go)
 	mu       sync.Mutex
 	cands    map[string]*Candidate
@@ -245,16 +264,19 @@ func NewDetector(o Options) *Detector {
 	if o.VerifyEvery <= 0 {
 		o.VerifyEvery = d.VerifyEvery
 	}
+	if o.LossRate <= 0 {
+		o.LossRate = d.LossRate
+	}
 	if o.Validate() != nil {
 		// Callers validate their configuration (Options.Validate); a
 		// detector built anyway runs on the defaults.
 		o.MirrorShare, o.OtherShare, o.FalseMirror, o.MissedMirror = d.MirrorShare, d.OtherShare, d.FalseMirror, d.MissedMirror
-		o.Sample, o.MaxCompared, o.VerifyEvery = d.Sample, d.MaxCompared, d.VerifyEvery
+		o.Sample, o.MaxCompared, o.VerifyEvery, o.LossRate = d.Sample, d.MaxCompared, d.VerifyEvery, d.LossRate
 	}
 	if o.MaxCandidates <= 0 {
 		o.MaxCandidates = d.MaxCandidates
 	}
-	return &Detector{o: o, t: newSPRT(o), cands: map[string]*Candidate{}, byOrigin: map[string][]*Candidate{}}
+	return &Detector{o: o, t: newSPRT(o), m: newMonitor(o), cands: map[string]*Candidate{}, byOrigin: map[string][]*Candidate{}}
 }
 
 // pairKey names the candidate of a mapping by its two URL spaces. The file
@@ -401,6 +423,10 @@ const (
 	NoChange Event = iota
 	DecidedNow
 	WithdrawnNow
+	// HaltedNow: the loss monitor stopped a decided mirror's skipping; the
+	// decision stands (it is reported), the URLs skipped under it are queued
+	// again and its pages are fetched from now on.
+	HaltedNow
 )
 
 // Compare records one comparison of a path present on both sides of
@@ -461,6 +487,10 @@ func (d *Detector) Compare(key string, match, verification bool) Event {
 	switch {
 	case c.LLR >= d.t.accept || (truncated && c.LLR > 0):
 		c.Decided, c.Withdrawn = true, false
+		// The verification stream starts with the first URL the decision
+		// would skip, then one in VerifyEvery: a mirror with fewer skips
+		// than VerifyEvery is verified too.
+		c.sinceLastCheck = d.o.VerifyEvery - 1
 		// The mirror is the side of the copy in the duplicate pair that
 		// proposed the candidate (usually the seed fetched second). Later
 		// pairs are no guide: verification samples on an idle mirror are
@@ -484,7 +514,7 @@ func (d *Detector) SkipTarget(u string) (key, counterpart string, ok bool) {
 	defer d.mu.Unlock()
 	var best *Candidate
 	for _, c := range d.byOrigin[o] {
-		if !c.Decided || c.SameHost() {
+		if !c.Decided || c.Halted || c.SameHost() {
 			continue
 		}
 		if _, ok := c.MirrorMapping().Apply(u); ok && (best == nil || betterSupported(c, best)) {
@@ -504,7 +534,7 @@ func (d *Detector) Skip(key string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	c := d.cands[key]
-	if c == nil || !c.Decided {
+	if c == nil || !c.Decided || c.Halted {
 		return false
 	}
 	c.sinceLastCheck++
@@ -529,7 +559,7 @@ func (d *Detector) CopyMapping(u string) (Mapping, bool) {
 	// first, then by matched paths, then by duplicate pairs.
 	var best *Candidate
 	for _, c := range d.byOrigin[o] {
-		if c.Withdrawn || c.SameHost() || (c.Decided && c.Mirror != SideA) {
+		if c.Withdrawn || c.Halted || c.SameHost() || (c.Decided && c.Mirror != SideA) {
 			continue
 		}
 		if _, ok := c.mapFrom(SideA).Apply(u); !ok {

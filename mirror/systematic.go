@@ -28,8 +28,10 @@ const (
 // diffCounts counts, for one candidate, the pairs whose difference held each
 // shingle.
 type diffCounts struct {
-	pairs  int
-	counts map[uint64]uint16
+	pairs      int
+	counts     map[uint64]uint16
+	systematic int   // shingles whose count reached SystematicPairs
+	sizes      []int // the tracked pairs' differences, in shingles
 }
 
 // Resemblance returns the Jaccard similarity of two pages' shingle sets a and
@@ -38,6 +40,13 @@ type diffCounts struct {
 // difference for the pairs to come. Without earlier pairs it is the plain
 // Jaccard similarity.
 func (d *Detector) Resemblance(key string, a, b []uint64) float64 {
+	r, _ := d.Similarities(key, a, b)
+	return r
+}
+
+// Similarities returns Resemblance and the plain Jaccard similarity of a and
+// b (what decides whether one page represents the other: Represented).
+func (d *Detector) Similarities(key string, a, b []uint64) (resemblance, jaccard float64) {
 	slices.Sort(a)
 	slices.Sort(b)
 	a, b = slices.Compact(a), slices.Compact(b)
@@ -55,7 +64,7 @@ func (d *Detector) Resemblance(key string, a, b []uint64) float64 {
 			dc.pairs = systematicTrack // not kept: nothing is recorded
 		}
 	}
-	inter, union := 0, 0
+	inter, union, all := 0, 0, 0
 	var diff []uint64
 	i, j := 0, 0
 	for i < len(a) || j < len(b) {
@@ -75,20 +84,79 @@ func (d *Detector) Resemblance(key string, a, b []uint64) float64 {
 			continue
 		}
 		diff = append(diff, v)
+		all++
 		if dc.counts[v] < SystematicPairs {
 			union++
 		}
+	}
+	if len(dc.sizes) < systematicTrack {
+		dc.sizes = append(dc.sizes, len(diff))
 	}
 	if dc.pairs < systematicTrack {
 		dc.pairs++
 		for _, v := range diff {
 			if n, ok := dc.counts[v]; ok || len(dc.counts) < systematicMax {
 				dc.counts[v] = min(n+1, SystematicPairs)
+				if n+1 == SystematicPairs {
+					dc.systematic++
+				}
 			}
 		}
 	}
-	if union == 0 {
-		return 1
+	resemblance, jaccard = 1, 1
+	if union > 0 {
+		resemblance = float64(inter) / float64(union)
 	}
-	return float64(inter) / float64(union)
+	if inter+all > 0 {
+		jaccard = float64(inter) / float64(inter+all)
+	}
+	return resemblance, jaccard
+}
+
+// Represents reports whether a page of the given number of words still
+// represents its copy under candidate key (plain Jaccard at least
+// Represented) when the two differ as the candidate's pairs typically do. A
+// copy that drops r of the page's w shingles and adds a, with r + a <= s,
+// is at (w - r) / (w + a) >= (w - s) / w: at least Represented when w >= 5s
+// at 0.80, whichever side a banner or footer is on. s is the larger of the
+// candidate's systematic shingles and the median difference of its compared
+// pairs (a footer whose time differs on every page is not systematic, but
+// its size is typical of the pair). Resemblance discounts
+// the banner, so such a page matches; skipping its copy would lose the copy's
+// text all the same. The caller fetches such copies instead of skipping them:
+// a signal before the request, from the counterpart's length and what the
+// candidate's compared pairs showed.
+func (d *Detector) Represents(key string, words int) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dc := d.diffs[key]
+	if dc == nil || len(dc.sizes) < SystematicPairs {
+		return true
+	}
+	sizes := slices.Clone(dc.sizes)
+	slices.Sort(sizes)
+	s := max(dc.systematic, sizes[len(sizes)/2])
+	return float64(words-s) >= Represented*float64(words)
+}
+
+// Identical records a compared pair of candidate key whose pages are the
+// same (payload or text), compared without Resemblance: a difference of 0
+// for Represents' median.
+func (d *Detector) Identical(key string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dc := d.diffs[key]
+	if dc == nil {
+		if d.diffs == nil {
+			d.diffs = map[string]*diffCounts{}
+		}
+		if len(d.diffs) >= systematicCands {
+			return
+		}
+		dc = &diffCounts{counts: map[uint64]uint16{}}
+		d.diffs[key] = dc
+	}
+	if len(dc.sizes) < systematicTrack {
+		dc.sizes = append(dc.sizes, 0)
+	}
 }

@@ -57,6 +57,11 @@ func normalized(d *Data) *Data {
 		n.Curve = []CurvePoint{}
 	}
 	slices.SortStableFunc(n.Curve, func(a, b CurvePoint) int { return cmp.Compare(a.Jaccard, b.Jaccard) })
+	if d.Aliases != nil && d.Aliases.Distrusted == nil {
+		a := *d.Aliases
+		a.Distrusted = []HostNote{}
+		n.Aliases = &a
+	}
 	n.EndToEnd = slices.Clone(d.EndToEnd)
 	slices.SortStableFunc(n.EndToEnd, func(a, b CurvePoint) int { return cmp.Compare(a.Jaccard, b.Jaccard) })
 	return &n

@@ -165,8 +165,30 @@ type Data struct {
 	// costs, one line each ("000001.vlog: 3 value(s) fail their checksum
 	// ..."); absent when the store is sound.
 	Damage []string `json:"damage,omitempty"`
+	// Aliases is what the canonical hints did (crawl.canonical_hints);
+	// absent when no hint was used or checked.
+	Aliases *Aliases `json:"alias_hints,omitempty"`
 	// Changes summarizes the latest recrawl; absent before any.
 	Changes *Changes `json:"changes,omitempty"`
+}
+
+// Aliases counts what rel=canonical and sitemap hints saved, and how often
+// they proved wrong.
+type Aliases struct {
+	// RequestsSaved counts the aliases held back on their canonical URL
+	// (records mirror_skipped with method "canonical"), not fetched.
+	RequestsSaved int `json:"requests_saved"`
+	// Withdrawn counts the aliases held back and then queued, because
+	// their host's hints were distrusted.
+	Withdrawn int `json:"withdrawn"`
+	// ClaimsChecked and ClaimsWrong count the pages naming another URL
+	// canonical that were checked against it by the duplicate decision,
+	// and those that were not its duplicates.
+	ClaimsChecked int `json:"claims_checked"`
+	ClaimsWrong   int `json:"claims_wrong"`
+	// Distrusted lists the hosts whose hints are no longer used, and why
+	// (never null).
+	Distrusted []HostNote `json:"distrusted_hosts"`
 }
 
 // HostRow is the per-host summary shown in the text and HTML reports.

@@ -107,6 +107,10 @@ func (t *textWriter) summary(d *Data) {
 	exact, near := d.Stats.ByClass[ClassExactDuplicate], d.Stats.ByClass[ClassNearDuplicate]
 	t.line("  %-10s %d (%d exact, %d near); %d mirror-skipped, saving %d requests", "duplicates",
 		exact+near, exact, near, d.Stats.ByClass[ClassMirrorSkipped], RequestsSaved(d))
+	if a := d.Aliases; a != nil {
+		t.line("  %-10s %d requests saved by canonical hints; %d withdrawn, %d of %d claims wrong, %d hosts distrusted",
+			"aliases", a.RequestsSaved, a.Withdrawn, a.ClaimsWrong, a.ClaimsChecked+a.ClaimsWrong, len(a.Distrusted))
+	}
 }
 
 func (t *textWriter) classes(d *Data) {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -33,8 +34,10 @@ type Session struct {
 	// revisit them with change detection (crawl.Engine.Recrawl).
 	Recrawl bool
 
-	spent int64        // page requests of earlier runs (the page budget spent)
-	crawl *crawl.Crawl // built by Start
+	spent  int64        // page requests of earlier runs (the page budget spent)
+	crawl  *crawl.Crawl // built by Start
+	maxURL int          // urls.max_length, for seeds added by AddSeeds
+	seedMu sync.Mutex   // serializes AddSeeds (Seeds)
 }
 
 // UsageError is a refusal caused by how the crawl was asked for: no seed and
@@ -182,7 +185,7 @@ func (s *Session) StartShared(cfg configs.Config, env crawl.Env, sh *crawl.Share
 	if err != nil {
 		return nil, err
 	}
-	s.crawl = c
+	s.crawl, s.maxURL = c, cfg.URLs.MaxLength
 	restored, err := c.Engine.Restore()
 	if err != nil {
 		return nil, fmt.Errorf("cannot rebuild the duplicate index: %w", err)
@@ -215,15 +218,22 @@ func (s *Session) PagesLeft(maxPages int) int {
 	return maxPages - int(s.spent)
 }
 
-// Close closes the run's crawl, records the page requests it made, ends the
-// run's mark and closes the store.
+// Close closes the run's crawl, records the requests and page requests it
+// made, ends the run's mark and closes the store.
 func (s *Session) Close() error {
 	var pages int64
+	var err error
 	if s.crawl != nil {
-		pages = s.crawl.Engine.Snapshot().Pages
+		snap := s.crawl.Engine.Snapshot()
+		pages = snap.Pages
 		s.crawl.Close()
+		// The engine stores its request count with each page; a
+		// robots.txt fetched after the last page would be left out.
+		err = s.DB.PutMeta(storage.MetaRequests, []byte(strconv.FormatInt(snap.Requests, 10)))
 	}
-	err := s.DB.PutMeta(storage.MetaPagesSpent, []byte(strconv.FormatInt(s.spent+pages, 10)))
+	if err == nil {
+		err = s.DB.PutMeta(storage.MetaPagesSpent, []byte(strconv.FormatInt(s.spent+pages, 10)))
+	}
 	if err == nil {
 		err = s.DB.PutMeta(storage.MetaRunOpen, []byte("false"))
 	}

@@ -1013,6 +1013,19 @@ func (t *Tx) PutEvidence(kind, key string, v any) error {
 	return t.set([]byte("x/"+kind+"/"+key), b)
 }
 
+// GetEvidence returns one evidence record, if present, leaving it.
+func (t *Tx) GetEvidence(kind, key string) ([]byte, bool, error) {
+	item, err := t.txn.Get([]byte("x/" + kind + "/" + key))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	v, err := item.ValueCopy(nil)
+	return v, err == nil, err
+}
+
 // TakeEvidence returns and deletes one evidence record, if present.
 func (t *Tx) TakeEvidence(kind, key string) ([]byte, bool, error) {
 	k := []byte("x/" + kind + "/" + key)

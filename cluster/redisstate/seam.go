@@ -491,6 +491,18 @@ func (t *seamTx) PutEvidence(kind, key string, v any) error {
 	return nil
 }
 
+// GetEvidence reads a crawl-wide record (this transaction's writes
+// included) without taking it (crawl.EvidenceReader). The read is not
+// checked at the commit: crawl.BuildShared turns the canonical hints that
+// read-modify-write these records off.
+func (t *seamTx) GetEvidence(kind, key string) ([]byte, bool, error) {
+	v, ok, err := t.hget(t.s.c.evidenceKey(kind), key)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return []byte(v), true, nil
+}
+
 // TakeEvidence reads the record now and deletes it in the commit, which
 // fails (and fn runs again) if another transaction took it meanwhile.
 func (t *seamTx) TakeEvidence(kind, key string) ([]byte, bool, error) {

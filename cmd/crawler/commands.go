@@ -18,7 +18,6 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
 	"github.com/horseshoe-crawler/horseshoe/report"
 	"github.com/horseshoe-crawler/horseshoe/session"
-	"github.com/horseshoe-crawler/horseshoe/storage"
 )
 
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
@@ -85,8 +84,12 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 		if *cdxPath != "" {
 			return usagef("--cdx takes one --data dir")
 		}
-		n, err := mergedExport(dirs, *format, *out, export.JSONLOptions{All: *all, MainTextInText: *mainText},
-			export.WARCOptions{IncludeDuplicates: *includeDups, Software: "Horseshoe/" + version}, stdout)
+		var n int
+		err := writeOut(*out, stdout, func(w io.Writer) (err error) {
+			n, err = session.MergedExport(w, dirs, *format, filepath.Base(*out), export.JSONLOptions{All: *all, MainTextInText: *mainText},
+				export.WARCOptions{IncludeDuplicates: *includeDups, Software: "Horseshoe/" + version})
+			return err
+		})
 		if err != nil {
 			return asUsage(err)
 		}
@@ -95,40 +98,13 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	data := &dirs.or("./crawl-data")[0]
-	db, err := session.OpenExisting(*data)
+	n, noMainText, err := session.ExportDir(dirs.or("./crawl-data")[0], func() (io.Writer, func() error, error) {
+		return console.Output(*out, stdout)
+	}, session.ExportOptions{Format: *format, Out: *out, CDX: *cdxPath,
+		JSONL: export.JSONLOptions{All: *all, MainTextInText: *mainText},
+		WARC:  export.WARCOptions{IncludeDuplicates: *includeDups, Software: "Horseshoe/" + version}})
 	if err != nil {
 		return asUsage(err)
-	}
-	defer db.Close()
-	w, closeOut, err := console.Output(*out, stdout)
-	if err != nil {
-		return err
-	}
-	var n, damaged, noMainText int
-	if *format == "warc" {
-		n, err = session.ExportWARC(db, w, export.WARCOptions{IncludeDuplicates: *includeDups, Software: "Horseshoe/" + version,
-			Damaged: func(*storage.Page) { damaged++ }, Filename: filepath.Base(*out)}, *cdxPath)
-	} else {
-		n, err = export.JSONL(w, db, export.JSONLOptions{All: *all, MainTextInText: *mainText,
-			MainTextFailed: func(*storage.Page, error) { noMainText++ }})
-		damaged = db.Unreadable()["page texts"]
-	}
-	if cerr := closeOut(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	did := fmt.Sprintf("exported what could be read: %d records to %s", n, *out)
-	switch {
-	case damaged > 0 && *format == "warc":
-		did += fmt.Sprintf("; %d pages whose raw exchange is unreadable were left out (a duplicate's as a metadata record)", damaged)
-	case damaged > 0:
-		did += fmt.Sprintf(", %d of them flagged \"damaged\": true with their text lost", damaged)
-	}
-	if err := session.DamageError(*data, db, did); err != nil {
-		return err // the one line says what was written
 	}
 	if *out != "-" {
 		fmt.Fprintf(stderr, "wrote %d records to %s\n", n, *out)
@@ -164,43 +140,26 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	emit := func(d *report.Data) error {
+		return writeOut(*out, stdout, func(w io.Writer) error { return write(w, d) })
+	}
 	if len(dirs) > 1 {
-		d, err := mergedReport(dirs, cfg)
+		d, err := session.MergedReport(dirs, cfg)
 		if err != nil {
 			return asUsage(err)
 		}
-		w, closeOut, err := console.Output(*out, stdout)
-		if err != nil {
-			return err
-		}
-		err = write(w, d)
-		if cerr := closeOut(); err == nil {
-			err = cerr
-		}
-		return err
+		return emit(d)
 	}
-	data := &dirs.or("./crawl-data")[0]
-	db, err := session.OpenExisting(*data)
-	if err != nil {
-		return asUsage(err)
-	}
-	defer db.Close()
-	if err := writeReport(db, cfg, write, *out, stdout); err != nil {
-		return err
-	}
-	return session.DamageError(*data, db, "the report shows what could be read")
+	return asUsage(session.ReportDir(dirs.or("./crawl-data")[0], cfg, emit))
 }
 
-func writeReport(db *storage.DB, cfg configs.Config, write func(io.Writer, *report.Data) error, out string, stdout io.Writer) error {
-	d, err := crawl.Report(db, cfg.Dedup)
-	if err != nil {
-		return asUsage(err)
-	}
+// writeOut writes to out (console.Output: a file, or stdout for "" and "-").
+func writeOut(out string, stdout io.Writer, fn func(io.Writer) error) error {
 	w, closeOut, err := console.Output(out, stdout)
 	if err != nil {
 		return err
 	}
-	err = write(w, d)
+	err = fn(w)
 	if cerr := closeOut(); err == nil {
 		err = cerr
 	}
@@ -270,19 +229,32 @@ func runDemo(ctx context.Context, webDir, dataDir string, stdout, stderr io.Writ
 	cfg.Politeness.Delay = configs.Duration(50 * time.Millisecond)
 	fmt.Fprintf(stdout, "Serving the demo web on %s\nCrawling %d seeds politely (one request at a time per host)...\n\n",
 		strings.Join(w.Hosts(), ", "), len(seeds))
-	if err := (crawlRun{logger: console.NewLogger(stderr, true), stdout: stdout}).crawl(ctx, cfg, dataDir, seeds); err != nil {
+	if err := (crawlRun{logger: console.NewLogger(stderr, true), stdout: stdout}).crawl(ctx, cfg, dataDir, seeds, sharedFlags{}); err != nil {
 		return asUsage(err)
 	}
-	db, err := storage.Open(dataDir, storage.Options{})
-	if err != nil {
-		return err
-	}
-	defer db.Close()
 	fmt.Fprintln(stdout)
-	if err := writeReport(db, cfg, report.WriteText, "", stdout); err != nil {
+	if err := asUsage(session.ReportDir(dataDir, cfg, func(d *report.Data) error { return report.WriteText(stdout, d) })); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "\nThe crawl is in %s. Try:\n  crawler report --data %s --format html --out report.html\n  crawler export --data %s --format jsonl --out pages.jsonl\n",
 		dataDir, dataDir, dataDir)
 	return nil
+}
+
+// dataDirs is a --data flag given once or more: the data dirs of the workers
+// of one shared crawl (each holds the pages it fetched).
+type dataDirs []string
+
+func (d *dataDirs) String() string { return strings.Join(*d, ",") }
+func (d *dataDirs) Set(s string) error {
+	*d = append(*d, s)
+	return nil
+}
+
+// or returns the dirs given, or def when none was.
+func (d dataDirs) or(def string) []string {
+	if len(d) == 0 {
+		return []string{def}
+	}
+	return d
 }

@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime/debug"
-	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -77,32 +75,24 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return asUsage(err)
 	}
+	token := serveToken(cfg)
+	if cf.serve != "" {
+		if err := live.CheckBind(cf.serve, token); err != nil {
+			return usagef("--serve: %v", err)
+		}
+	}
 	ui := console.NewUI(stderr, cf.quiet)
 	logger := console.NewLogger(ui, cf.quiet)
-	if os.Getenv("GOMEMLIMIT") == "" {
-		// Badger builds its tables on the Go heap; without a soft limit the
-		// heap runs at twice the live data. GOMEMLIMIT overrides.
-		debug.SetMemoryLimit(256 << 20)
+	stopProfile, err := console.StartProcess(cf.cpuProfile)
+	if err != nil {
+		return err
 	}
-	if cf.cpuProfile != "" {
-		f, err := os.Create(cf.cpuProfile)
-		if err != nil {
-			return fmt.Errorf("cannot write CPU profile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("cannot start CPU profile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+	defer stopProfile()
+	if cf.recrawl && cf.shared.redis != "" {
+		return usageError{errors.New("--recrawl works on one data dir, not on a crawl shared through --redis")}
 	}
-	run := crawlRun{allowPrivate: cf.allowPrivate, recrawl: cf.recrawl, serve: cf.serve, ui: ui, logger: logger, stdout: stdout}
-	if cf.shared.redis != "" {
-		if cf.recrawl {
-			return usageError{errors.New("--recrawl works on one data dir, not on a crawl shared through --redis")}
-		}
-		return asUsage(run.crawlShared(ctx, cfg, cf.shared, cf.data, seeds))
-	}
-	return asUsage(run.crawl(ctx, cfg, cf.data, seeds))
+	run := crawlRun{allowPrivate: cf.allowPrivate, recrawl: cf.recrawl, serve: cf.serve, token: token, ui: ui, logger: logger, stdout: stdout}
+	return asUsage(run.crawl(ctx, cfg, cf.data, seeds, cf.shared))
 }
 
 // crawlConfig loads the config file and applies the flags that override it.
@@ -159,18 +149,40 @@ func asUsage(err error) error {
 }
 
 // crawlRun is how one crawl runs: what the address policy lets through,
-// where the live report is served ("" for nowhere), and what it shows.
+// where the live report and control API are served ("" for nowhere) with
+// which token, and what it shows.
 type crawlRun struct {
 	allowPrivate bool
 	recrawl      bool
-	serve        string
+	serve, token string
 	ui           *console.UI // nil shows no progress
 	logger       *slog.Logger
 	stdout       io.Writer
 }
 
-// crawl runs (or resumes) a crawl in dataDir.
-func (r crawlRun) crawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []string) (err error) {
+// sharedFlags make 'crawler crawl' one worker of a crawl shared through
+// Redis (docs/SCALE.md).
+type sharedFlags struct {
+	redis, name, ca string
+}
+
+// crawl runs (or resumes) a crawl in dataDir; with sf.redis set, as one
+// worker of the shared crawl sf names, keeping what it fetches in dataDir.
+func (r crawlRun) crawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []string, sf sharedFlags) (err error) {
+	var w *session.Worker
+	if sf.redis != "" {
+		if cfg.Mirror.Enabled {
+			// The mirror detector compares pages it finds in its own store and
+			// keeps its decisions in memory: across workers it would see only
+			// the pairs one worker fetched both sides of (docs/SCALE.md).
+			r.logger.Warn("mirror detection is per process: off in a shared crawl (duplicates are still dropped crawl-wide)")
+			cfg.Mirror.Enabled = false
+		}
+		if w, seeds, err = session.JoinShared(ctx, session.SharedOptions{Redis: sf.redis, Name: sf.name, CAFile: sf.ca}, seeds, r.logger); err != nil {
+			return err
+		}
+		defer w.Leave()
+	}
 	sess, err := session.Open(dataDir, cfg, seeds, r.logger)
 	if err != nil {
 		return err
@@ -185,7 +197,13 @@ func (r crawlRun) crawl(ctx context.Context, cfg configs.Config, dataDir string,
 	if err != nil {
 		return err
 	}
-	c, err := sess.Start(cfg, crawl.Env{Policy: &policy, Getenv: os.Getenv, ProgressEvery: r.ui.LogEvery()}, r.logger)
+	env := crawl.Env{Policy: &policy, Getenv: os.Getenv, ProgressEvery: r.ui.LogEvery()}
+	var c *crawl.Crawl
+	if w != nil {
+		c, err = sess.StartShared(cfg, env, w.Shared(sess, r.logger), r.logger)
+	} else {
+		c, err = sess.Start(cfg, env, r.logger)
+	}
 	if errors.Is(err, crawl.ErrBudgetSpent) {
 		fmt.Fprintf(r.stdout, "page budget of %d already spent in %s; nothing to do\n", cfg.Crawl.MaxPages, dataDir)
 		return nil
@@ -196,9 +214,10 @@ func (r crawlRun) crawl(ctx context.Context, cfg configs.Config, dataDir string,
 	return r.run(ctx, c, cfg, sess)
 }
 
-// run runs the built crawl until it ends or is interrupted (a first signal
-// lets pages in flight finish, a second stops at once), with its progress
-// and live report, and prints its summary.
+// run runs the built crawl until it ends or is interrupted (a first signal,
+// or POST /api/stop, lets pages in flight finish, a second signal stops at
+// once), with its progress, live report and control API, and prints its
+// summary.
 func (r crawlRun) run(ctx context.Context, c *crawl.Crawl, cfg configs.Config, sess *session.Session) error {
 	soft, cancelSoft := context.WithCancel(ctx)
 	defer cancelSoft()
@@ -210,11 +229,12 @@ func (r crawlRun) run(ctx context.Context, c *crawl.Crawl, cfg configs.Config, s
 	go func() {
 		select {
 		case <-sigs:
+			r.logger.Warn("interrupted: finishing pages in flight (interrupt again to stop at once)")
+			cancelSoft()
+		case <-soft.Done(): // POST /api/stop
 		case <-hard.Done():
 			return
 		}
-		r.logger.Warn("interrupted: finishing pages in flight (interrupt again to stop at once)")
-		cancelSoft()
 		select {
 		case <-sigs:
 		case <-hard.Done():
@@ -223,7 +243,12 @@ func (r crawlRun) run(ctx context.Context, c *crawl.Crawl, cfg configs.Config, s
 		r.logger.Warn("stopping now")
 		cancelHard()
 	}()
-	stopLive, err := live.StartLive(r.serve, sess.DB, cfg.Dedup, c.Engine.Snapshot, r.logger, r.stdout)
+	stop := func() {
+		r.logger.Warn("stop asked by the control API: finishing pages in flight (interrupt to stop at once)")
+		cancelSoft()
+	}
+	sv := live.Serving{Addr: r.serve, Token: r.token, Controls: controls(c, sess, stop)}
+	stopLive, err := live.StartLive(sv, sess.DB, cfg.Dedup, c.Engine.Snapshot, r.logger, r.stdout)
 	if err != nil {
 		return asUsage(err)
 	}

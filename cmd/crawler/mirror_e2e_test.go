@@ -271,12 +271,12 @@ func TestCorpusReportsMirrorsAndReplicatedPrefixes(t *testing.T) {
 		}
 		seen[a] = true
 		seen[b] = true
-		// A mirror that saved many requests kept a verification stream (1 in
-		// 20 would-be skips fetched): its mismatch rate is the report's
-		// estimate of updated content the skipping lets through.
-		// (About 20 picks at 400 skips; fewer may all land on paths the
-		// original lacks, which cannot be compared.)
-		if m.RequestsSaved >= 400 && m.Verified == 0 {
+		// A mirror that saved requests kept a verification stream (the first
+		// would-be skip, then 1 in 20, drawn also from the copies skipped
+		// while the test ran): the loss monitor watches it. (About 5 picks at
+		// 100 skips; fewer may all land on paths the original lacks, which
+		// cannot be compared. The git 2.39 builds used to save 181 with none.)
+		if m.RequestsSaved >= 100 && m.Verified == 0 {
 			t.Errorf("mirror %s saved %d requests without a verification stream", a, m.RequestsSaved)
 		}
 		t.Logf("mirror %s -> %s: saved %d, verification %d/%d matched (est. %.1f%% of skipped pages differ), gap probes %d (%d new), links %d/%d",

@@ -38,7 +38,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := session.DamageError(*data, db, "serving what can be read"); err != nil {
 		logger.Warn(err.Error())
 	}
-	srv, err := live.StartReport(*addr, db, cfg.Dedup, nil, logger)
+	srv, err := live.StartReport(live.Serving{Addr: *addr, Token: serveToken(cfg)}, db, cfg.Dedup, nil, logger)
 	if err != nil {
 		return asUsage(err)
 	}

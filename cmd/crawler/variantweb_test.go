@@ -22,20 +22,25 @@ const variantHost, variantPrefix = "127.0.0.10", "/npm/v10.9.1/"
 // variantKnownFailures are the families whose mirror properties the current mirror
 // detector does not meet. A path matches when the duplicate decision calls its two
 // pages duplicates (exact Jaccard >= 0.90, differences systematic to the pair left
-// out), and a sequential test decides a mirror
+// out), a sequential test decides a mirror, a loss monitor on the verification stream
+// stops the skipping at the first verified page below J 0.80, and a copy whose
+// counterpart is too short to absorb the pair's systematic difference is fetched
 // (docs/MIRRORS.md). Their subtests report the violations and skip; remove a family
-// when the detector passes it. The figures are from 10 seeds per family in both
-// orders (20 for reorder; 3 for banner, updated and translated), at the threshold 0.90.
+// when the detector passes it. The figures are from 3 seeds per family in both orders
+// (HORSESHOE_VARIANT_SEEDS=3), threshold 0.90, verify_every 20, loss_rate 0.001. The
+// 20% request bound on this 85-page site leaves about 1 request of slack after the
+// fixed cost (seed, robots.txt, 10 deciding matches, 4 verifications: docs/MIRRORS.md);
+// TestVariantMirrorRequestBound asserts it on a 200-page site, where it holds.
 var variantKnownFailures = map[variantweb.Family]string{
-	variantweb.FamilyDates:      "detected in every crawl, but the copy costs 13-21 requests of 85 pages (above 17 in 6 of 20): the test's 10 matches at 1% error, the seed, robots.txt and the verification stream are about 20% of a site this small",
-	variantweb.FamilyMarkup:     "detected in every crawl; the copy costs 13-20 requests of 85 (above 17 in 2 of 20, see dates)",
-	variantweb.FamilyNav:        "detected in every crawl; the copy costs 14-21 requests of 85 (above 17 in 5 of 20, see dates)",
-	variantweb.FamilyBuild:      "detected in every crawl (the footer is discounted as systematic to the pair after 3 pairs); the copy costs 15-31 requests of 85 (above 17 in 13 of 20)",
-	variantweb.FamilyBanner:     "detected, but the short pages whose banner puts them below J 0.80 with their counterpart are skipped unless the verification stream picks them: 6-11 of 170 pages lost; the copy costs 18-25 requests of 85",
-	variantweb.FamilyReorder:    "detected in every crawl since the threshold is 0.90 (none at 0.95: 0.71 of the pages are at J >= 0.90, 0.38 at 0.95), but late (the copy costs 17-54 requests of 85), and the short pages whose reordered sections put them below J 0.80 are skipped unless the verification stream picks them: 0-6 of 170 pages lost",
-	variantweb.FamilyLayout:     "extensionless URLs are mapped (a <-> a.html; mirror.ExtAlternates for an index pair), but on another host the side crawled second costs 13-23 requests of 85 when the variant went first and 16-75 when the source went first (the index page's links are followed before a pair of files tells the extensions)",
-	variantweb.FamilyUpdated:    "an updated page of a decided mirror is skipped unless the verification stream picks it: its new paragraph is lost",
-	variantweb.FamilyTranslated: "translated pages (10-30%) of a decided mirror are skipped unless the verification stream picks them: their text is lost",
+	variantweb.FamilyDates:      "nothing lost; the copy costs 15-23 requests of 85 (above 17 in 5 of 6): the fixed cost of a decision is about 19% of a site this small (23-35 of 200 on the 200-page site)",
+	variantweb.FamilyMarkup:     "nothing lost; the copy costs 15-23 requests of 85 (above 17 in 3 of 6, see dates)",
+	variantweb.FamilyNav:        "nothing lost; the copy costs 17-22 requests of 85 (above 17 in 3 of 6, see dates)",
+	variantweb.FamilyBuild:      "nothing lost; the copy costs 17-24 requests of 85 (above 17 in 4 of 6): short pages whose counterpart is under 5 times the pair's typical difference are fetched",
+	variantweb.FamilyBanner:     "nothing lost (was 6-11 of 170): the short pages a banner would put below J 0.80 are fetched, not skipped; the copy costs 31-35 requests of 85",
+	variantweb.FamilyReorder:    "detected in every crawl, but late (the copy costs 39-62 requests of 85), and 0-3 of 170 pages lost: a few pages below J 0.80 that the 1-in-20 stream misses with probability about (19/20)^D (docs/MIRRORS.md, expected loss)",
+	variantweb.FamilyLayout:     "extensionless URLs are mapped (a skip's counterpart is looked up under both forms); on another host the copy crawled second costs 17-26 requests of 85 (was 13-75)",
+	variantweb.FamilyUpdated:    "1-2 of 170 pages lost in every crawl (3 updated pages; the copy costs 9-22 requests): D = 3 differing pages escape a 1-in-20 verification with probability 0.86; sampling bounds the loss per mirror at about 20/e pages, not at 0.1% of 85 (docs/MIRRORS.md)",
+	variantweb.FamilyTranslated: "when the verification stream meets a translated page the loss monitor stops the skipping and nothing is lost (copy 83 requests); otherwise 7-15 of 170 lost (5 of 6 crawls; D = 7-15 translated pages escape the stream with probability (19/20)^D = 0.46-0.70)",
 }
 
 var (
@@ -287,4 +292,56 @@ func crawlVariant(t *testing.T, v *variantweb.Variant, variantFirst bool) []stri
 	t.Logf("summary %s variant-first=%v: mirror reported %v, replicated prefix %v; second side %d requests for %d pages; lost %d of %d",
 		v.Family, variantFirst, mirrored, replicated, req, n, lost, len(pages))
 	return problems
+}
+
+// The request bound where it means something: the fixed part of a complete copy's cost
+// (seed, robots.txt, the 10 deciding matches, the verification stream's one in 20) is
+// about 19% of the 85-page npm site but a few percent of a site of hundreds of pages
+// (docs/MIRRORS.md, "What a decision costs on a small site"). This test crawls variants
+// of the git 2.55 documentation (the 200 pages first met breadth-first from its index:
+// the rest of its 272 are not linked from it) in the families whose copies differ only
+// systematically, and asserts every property, the 20% bound included. (banner is left
+// out: its short pages are fetched, not skipped, and on this site's pages the copy
+// costs most of its requests; variantKnownFailures.)
+var variantLargeHost, variantLargePrefix = "127.0.0.5", "/v2.55/"
+
+var (
+	variantLargeOnce sync.Once
+	variantLarge     *variantweb.Site
+	variantLargeErr  error
+)
+
+func TestVariantMirrorRequestBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crawls variant webs of 200 pages")
+	}
+	root := corpusRoot(t)
+	variantLargeOnce.Do(func() {
+		variantLarge, variantLargeErr = variantweb.Load(root, variantLargeHost, variantLargePrefix, 200)
+	})
+	if variantLargeErr != nil {
+		t.Fatal(variantLargeErr)
+	}
+	fams := []variantweb.Family{variantweb.FamilyDates, variantweb.FamilyMarkup, variantweb.FamilyNav, variantweb.FamilyBuild}
+	for _, fam := range fams {
+		for seed := range int64(variantSeeds()) {
+			for _, variantFirst := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/seed%d/variant-first=%v", fam, seed, variantFirst), func(t *testing.T) {
+					v, err := variantweb.Generate(variantLarge, fam, seed, variantweb.Options{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					// The bound is asserted here; detection and loss are the 85-page
+					// test's (variantKnownFailures), logged here.
+					for _, p := range crawlVariant(t, v, variantFirst) {
+						if strings.Contains(p, "requests for") || strings.Contains(p, "not detected") {
+							t.Errorf("%s seed %d %v: %s", fam, seed, v.Choices, p)
+						} else {
+							t.Logf("%s seed %d (asserted by TestVariantMirrorProperties): %s", fam, seed, p)
+						}
+					}
+				})
+			}
+		}
+	}
 }

@@ -99,4 +99,8 @@ func WriteSummary(w io.Writer, c *crawl.Crawl, interrupted bool, elapsed time.Du
 	for _, g := range c.Queues.GiveUps() {
 		fmt.Fprintf(w, "gave up host %s: %s\n", g.Host, g.Reason)
 	}
+	if a, err := c.Engine.Aliases(); err == nil && a != nil {
+		fmt.Fprintf(w, "canonical hints: %d requests saved, %d withdrawn, %d of %d claims wrong, %d hosts distrusted\n",
+			a.RequestsSaved, a.Withdrawn, a.ClaimsWrong, a.ClaimsChecked+a.ClaimsWrong, len(a.Distrusted))
+	}
 }

@@ -6,6 +6,11 @@
 //	GET /metrics      Prometheus text format: pages by class, requests,
 //	                  queue size, fetches in flight, hosts, plus the Go
 //	                  runtime and process collectors
+//	/api/...          the control API (control.go): status, seeds, pause,
+//	                  resume, stop
+//
+// StartReport serves a Handler behind auth.go's rule: loopback only without
+// a token, the token on every request with one.
 //
 // The reports are read from the store with crawl.ReportData; Badger reads do
 // not block the engine's writes. A rendered report is reused for
@@ -64,6 +69,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Controls are the control API's actions on the crawl running in this
+	// process; nil serves the status of a finished crawl and refuses the
+	// actions (409).
+	Controls *Controls
 }
 
 // Handler serves the report and the metrics of one store.
@@ -71,6 +80,7 @@ type Handler struct {
 	db     *storage.DB
 	o      Options
 	mux    *http.ServeMux
+	ctl    *control
 	logger *slog.Logger
 
 	mu    sync.Mutex // serializes rendering; guards cache
@@ -123,6 +133,8 @@ func NewHandler(db *storage.DB, o Options) (*Handler, error) {
 	}))
 	h.mux.HandleFunc("GET /{$}", h.serveHTML)
 	h.mux.HandleFunc("GET /report.json", h.serveJSON)
+	h.mux.HandleFunc("/api/", h.serveAPI)
+	h.ctl = newControl(o.Controls, o.Now)
 	return h, nil
 }
 

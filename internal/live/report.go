@@ -20,12 +20,27 @@ type ListenError struct {
 func (e *ListenError) Error() string { return fmt.Sprintf("cannot serve on %s: %v", e.Addr, e.Err) }
 func (e *ListenError) Unwrap() error { return e.Err }
 
-// StartReport serves db's report (GET /, GET /report.json) and metrics (GET
-// /metrics) on addr, with the curves of the detector d configures.
-// snapshot gives the counters of a crawl running in this process, and makes
-// the HTML report reload itself; nil means a finished crawl whose counters
-// are read from the store.
-func StartReport(addr string, db *storage.DB, d configs.Dedup, snapshot func() crawl.Stats, logger *slog.Logger) (*Server, error) {
+// Serving says where a report is served and what its control API can do.
+type Serving struct {
+	// Addr is host:port; port 0 picks a free one. A host that is not
+	// loopback needs Token (CheckBind).
+	Addr string
+	// Token, when set, must come with every request (auth.go).
+	Token string
+	// Controls act on the crawl running in this process (nil: none runs).
+	Controls *Controls
+}
+
+// StartReport serves db's report (GET /, GET /report.json), metrics (GET
+// /metrics) and control API (/api/) as sv says, with the curves of the
+// detector d configures. snapshot gives the counters of a crawl running in
+// this process, and makes the HTML report reload itself; nil means a
+// finished crawl whose counters are read from the store.
+func StartReport(sv Serving, db *storage.DB, d configs.Dedup, snapshot func() crawl.Stats, logger *slog.Logger) (*Server, error) {
+	addr := sv.Addr
+	if err := CheckBind(addr, sv.Token); err != nil {
+		return nil, &ListenError{Addr: addr, Err: err}
+	}
 	name, curve, err := crawl.FilterCurve(d)
 	if err != nil {
 		return nil, err
@@ -35,7 +50,7 @@ func StartReport(addr string, db *storage.DB, d configs.Dedup, snapshot func() c
 		return nil, err
 	}
 	logger = logger.With("system", "serve")
-	o := Options{Filter: name, Curve: curve, EndToEnd: e2e, RuntimeMetrics: true, Logger: logger}
+	o := Options{Filter: name, Curve: curve, EndToEnd: e2e, RuntimeMetrics: true, Logger: logger, Controls: sv.Controls}
 	if snapshot != nil {
 		o.Live = true
 		o.Snapshot = func() (crawl.Stats, error) { return snapshot(), nil }
@@ -44,25 +59,25 @@ func StartReport(addr string, db *storage.DB, d configs.Dedup, snapshot func() c
 	if err != nil {
 		return nil, err
 	}
-	srv, err := Start(addr, h, logger)
+	srv, err := Start(addr, guard(sv.Token, h), logger)
 	if err != nil {
 		return nil, &ListenError{Addr: addr, Err: err}
 	}
 	return srv, nil
 }
 
-// StartLive serves the live report and /metrics of a crawl running in this
-// process on addr ("" for none) and says where on w; stop closes the server
-// and may be called again.
-func StartLive(addr string, db *storage.DB, d configs.Dedup, snapshot func() crawl.Stats, logger *slog.Logger, w io.Writer) (stop func(), err error) {
-	if addr == "" {
+// StartLive serves the live report, /metrics and the control API of a crawl
+// running in this process as sv says (sv.Addr "" for nowhere) and says where
+// on w; stop closes the server and may be called again.
+func StartLive(sv Serving, db *storage.DB, d configs.Dedup, snapshot func() crawl.Stats, logger *slog.Logger, w io.Writer) (stop func(), err error) {
+	if sv.Addr == "" {
 		return func() {}, nil
 	}
-	srv, err := StartReport(addr, db, d, snapshot, logger)
+	srv, err := StartReport(sv, db, d, snapshot, logger)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(w, "live report on %s, metrics on %smetrics\n", srv.URL(), srv.URL())
+	fmt.Fprintf(w, "live report on %s, metrics on %smetrics, control API on %sapi/\n", srv.URL(), srv.URL(), srv.URL())
 	var once sync.Once
 	return func() {
 		once.Do(func() {

@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) Stores) {
 		{"Dependents", testDependents},
 		{"Evidence", testEvidence},
 		{"EvidenceTakeOnce", testEvidenceTakeOnce},
+		{"EvidenceRead", testEvidenceRead},
 		{"Meta", testMeta},
 		{"DuplicateIndex", testDuplicateIndex},
 		{"DuplicateIndexAtomic", testDuplicateIndexAtomic},
@@ -453,6 +454,49 @@ func testEvidence(t *testing.T, s Stores) {
 		}
 		return nil
 	})
+}
+
+// testEvidenceRead: a transaction reads a record (its own write, or one
+// committed before) without taking it; a missing one is not found. Skipped
+// for a store whose Tx does not implement crawl.EvidenceReader (it crawls
+// without canonical hints).
+func testEvidenceRead(t *testing.T, s Stores) {
+	errNoReader := errors.New("Tx does not implement crawl.EvidenceReader")
+	err := s.Store.Update(ctx, func(tx crawl.Tx) error {
+		r, ok := tx.(crawl.EvidenceReader)
+		if !ok {
+			return errNoReader
+		}
+		if _, ok, err := r.GetEvidence("alias", "a.test/x"); err != nil || ok {
+			return fmt.Errorf("fresh store: found %v, %v", ok, err)
+		}
+		if err := tx.PutEvidence("alias", "a.test/x", map[string]string{"canonical": "http://a.test/x"}); err != nil {
+			return err
+		}
+		v, ok, err := r.GetEvidence("alias", "a.test/x")
+		if err != nil || !ok || string(v) != `{"canonical":"http://a.test/x"}` {
+			return fmt.Errorf("own write: %s %v %v", v, ok, err)
+		}
+		return nil
+	})
+	if errors.Is(err, errNoReader) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ { // read twice: a read takes nothing
+		update(t, s, func(tx crawl.Tx) error {
+			v, ok, err := tx.(crawl.EvidenceReader).GetEvidence("alias", "a.test/x")
+			if err != nil || !ok || string(v) != `{"canonical":"http://a.test/x"}` {
+				return fmt.Errorf("read %d: %s %v %v", i, v, ok, err)
+			}
+			if _, ok, err := tx.(crawl.EvidenceReader).GetEvidence("gap", "a.test/x"); err != nil || ok {
+				return fmt.Errorf("another kind found: %v %v", ok, err)
+			}
+			return nil
+		})
+	}
 }
 
 // testEvidenceTakeOnce: of transactions taking one record at once, one gets

@@ -1,46 +1,24 @@
-package main
+package session
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
-	"strings"
 
 	"github.com/horseshoe-crawler/horseshoe/configs"
 	"github.com/horseshoe-crawler/horseshoe/crawl"
 	"github.com/horseshoe-crawler/horseshoe/export"
-	"github.com/horseshoe-crawler/horseshoe/internal/console"
 	"github.com/horseshoe-crawler/horseshoe/report"
-	"github.com/horseshoe-crawler/horseshoe/session"
 )
 
-// dataDirs is a --data flag given once or more: the data dirs of the workers
-// of one shared crawl (each holds the pages it fetched).
-type dataDirs []string
-
-func (d *dataDirs) String() string { return strings.Join(*d, ",") }
-func (d *dataDirs) Set(s string) error {
-	*d = append(*d, s)
-	return nil
-}
-
-// or returns the dirs given, or def when none was.
-func (d dataDirs) or(def string) []string {
-	if len(d) == 0 {
-		return []string{def}
-	}
-	return d
-}
-
-// mergedReport is one report of the workers' data dirs: their pages, mirrors
+// MergedReport is one report of the workers' data dirs: their pages, mirrors
 // and notes together, the counts summed, the crawl's span from the first
 // start to the last finish, complete when every worker saw it end.
-func mergedReport(dirs []string, cfg configs.Config) (*report.Data, error) {
+func MergedReport(dirs []string, cfg configs.Config) (*report.Data, error) {
 	var all *report.Data
 	for _, dir := range dirs {
-		db, err := session.OpenExisting(dir)
+		db, err := OpenExisting(dir)
 		if err != nil {
 			return nil, err
 		}
@@ -83,40 +61,34 @@ func mergedReport(dirs []string, cfg configs.Config) (*report.Data, error) {
 	return all, nil
 }
 
-// mergedExport writes the export of each data dir in turn to out: JSONL
+// MergedExport writes the export of each data dir in turn to w: JSONL
 // lines, or WARC files one after the other (a valid WARC: each part starts
 // with its warcinfo record).
-func mergedExport(dirs []string, format, out string, o export.JSONLOptions, wo export.WARCOptions, stdout io.Writer) (int, error) {
-	w, closeOut, err := console.Output(out, stdout)
-	if err != nil {
-		return 0, err
-	}
+func MergedExport(w io.Writer, dirs []string, format, filename string, o export.JSONLOptions, wo export.WARCOptions) (int, error) {
 	total := 0
 	seen := map[string]bool{}
 	for _, dir := range dirs {
-		db, err := session.OpenExisting(dir)
+		db, err := OpenExisting(dir)
 		if err != nil {
-			closeOut()
 			return total, err
 		}
 		var n int
 		if format == "warc" {
-			wo.Filename = filepath.Base(out)
-			n, err = session.ExportWARC(db, w, wo, "")
+			wo.Filename = filename
+			n, err = ExportWARC(db, w, wo, "")
 		} else {
 			n, err = export.JSONL(&oncePerURL{w: w, seen: seen}, db, o)
 		}
 		if err == nil {
-			err = session.DamageError(dir, db, "exported what could be read")
+			err = DamageError(dir, db, "exported what could be read")
 		}
 		db.Close()
 		total += n
 		if err != nil {
-			closeOut()
 			return total, fmt.Errorf("export %s: %w", dir, err)
 		}
 	}
-	return total, closeOut()
+	return total, nil
 }
 
 // dropRepeats drops the second record of a URL: a worker killed between
@@ -192,4 +164,23 @@ func (o *oncePerURL) Write(p []byte) (int, error) {
 		}
 		o.buf = o.buf[i+1:]
 	}
+}
+
+// ReportDir builds the report of the crawl in dir and hands it to write; a
+// damaged store's error (after the write) says the report shows what could
+// be read.
+func ReportDir(dir string, cfg configs.Config, write func(*report.Data) error) error {
+	db, err := OpenExisting(dir)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	d, err := crawl.Report(db, cfg.Dedup)
+	if err != nil {
+		return err
+	}
+	if err := write(d); err != nil {
+		return err
+	}
+	return DamageError(dir, db, "the report shows what could be read")
 }
