@@ -112,6 +112,7 @@ type Engine struct {
 	capLogged map[string]bool
 
 	params *frontier.ParamLearner // irrelevant parameters per host (params.go)
+	rc     recrawlRound           // the latest recrawl (recrawl.go)
 
 	sitemaps sitemapState // sitemaps.go
 
@@ -149,6 +150,7 @@ func NewShared(o Options, st Store, fr Frontier, f Fetcher, robots RobotsSource,
 		mr := &mirrorRules{e: e, det: o.Mirror}
 		e.mirror, e.links = mr, mirrorLinks{mr}
 	}
+	e.rc = loadRecrawl(e.sctx, st)
 	if b, err := st.GetMeta(e.sctx, storage.MetaRequests); err == nil {
 		var n int64
 		fmt.Sscan(string(b), &n)
@@ -350,6 +352,9 @@ func (e *Engine) recordGiveUps() {
 		}
 		for i := range g.Items {
 			it := g.Items[i]
+			if e.giveUpRevisit(&it, g.Reason) {
+				continue
+			}
 			e.commit(&it, &storage.Page{Class: class, ErrorClass: "gave_up", Error: "host given up: " + g.Reason}, nil, nil)
 		}
 	}

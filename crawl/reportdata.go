@@ -40,6 +40,9 @@ func ReportData(db *storage.DB, filter string, curve []report.CurvePoint) (*repo
 	if d.Aliases, err = aliasReport(context.Background(), BadgerStore(db)); err != nil {
 		return nil, err
 	}
+	if err := reportChanges(db, d); err != nil {
+		return nil, fmt.Errorf("recrawl changes: %w", err)
+	}
 	return d, nil
 }
 

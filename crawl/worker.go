@@ -31,6 +31,7 @@ type attempt struct {
 	base    *url.URL
 	res     *fetch.Result
 	err     error
+	revisit *storage.Page // the stored version a recrawl revisits (recrawl.go)
 }
 
 // handle processes one leased item to the end of its lease.
@@ -47,6 +48,8 @@ func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
 	}
 	defer e.recordGiveUps()
 	switch {
+	case a.revisit != nil:
+		e.commitRevisit(it, a)
 	case a.fetched && it.Sitemap > 0:
 		e.pages.Add(1)
 		e.handleSitemap(it, a.res, a.err)
@@ -65,6 +68,9 @@ func (e *Engine) attempt(ctx context.Context, it *frontier.Item) attempt {
 	u, err := url.Parse(it.Target())
 	if err != nil {
 		return attempt{record: &storage.Page{Class: storage.ClassError, Error: err.Error(), ErrorClass: "url"}}
+	}
+	if prev := e.revisitOf(it); prev != nil {
+		return e.attemptRevisit(ctx, it, u, prev)
 	}
 	if !it.Verify {
 		if a, ok := e.mirror.skipLeased(it); ok {
@@ -85,7 +91,7 @@ func (e *Engine) attempt(ctx context.Context, it *frontier.Item) attempt {
 			return a
 		}
 	}
-	return e.request(ctx, it, u)
+	return e.request(ctx, it, u, nil)
 }
 
 // robotsCheck applies robots.txt to a lease; done reports that the attempt
@@ -123,9 +129,9 @@ func (e *Engine) robotsCheck(ctx context.Context, it *frontier.Item, u *url.URL)
 }
 
 // request fetches the leased URL.
-func (e *Engine) request(ctx context.Context, it *frontier.Item, u *url.URL) attempt {
+func (e *Engine) request(ctx context.Context, it *frontier.Item, u *url.URL, prev *storage.Page) attempt {
 	start := time.Now()
-	res, ferr := e.f.Fetch(ctx, it.Target())
+	res, ferr := e.fetchVersion(ctx, it.Target(), prev)
 	e.requests.Add(1)
 	a := attempt{fetched: true, base: u, res: res, err: ferr,
 		release: frontier.Outcome{Requested: true, ResponseTime: time.Since(start)}}
@@ -266,6 +272,7 @@ func fillFromResult(p *storage.Page, r *fetch.Result) {
 		p.Redirects = r.Redirects
 	}
 	p.SHA256, p.SHA1 = r.PayloadDigests()
+	p.ETag, p.LastModified = r.Header.Get("ETag"), r.Header.Get("Last-Modified")
 }
 
 // payloadDigests remembers, per payload, the page it is (or is a copy of):

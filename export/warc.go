@@ -149,7 +149,10 @@ func WARC(w io.Writer, st WARCStore, o WARCOptions) (records int, err error) {
 			if !p.HasRaw {
 				return nil
 			}
-			return ww.capture(st, p, originals[p.ID])
+			if err := ww.capture(st, p, originals[p.ID]); err != nil {
+				return err
+			}
+			return ww.unchangedRevisit(p, originals[p.ID])
 		case storage.ClassExact, storage.ClassNear:
 			if !o.IncludeDuplicates {
 				return nil

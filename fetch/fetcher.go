@@ -113,13 +113,13 @@ func (f *Fetcher) Close() {
 // failures return an *Error. A body over MaxBodySize returns the truncated *Result together with an
 // *Error of class "too_large" (errors.Is(err, ErrTooLarge)).
 func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Result, error) {
-	res, _, err := f.do(ctx, rawURL, f.opts.MaxRedirects, f.opts.MaxBodySize, f.opts.NoFollowRedirects)
+	res, _, err := f.do(ctx, rawURL, f.opts.MaxRedirects, f.opts.MaxBodySize, f.opts.NoFollowRedirects, Validators{})
 	return res, err
 }
 
 // do performs one fetch with per-call limits. lastStatus is the status of the last response seen,
 // also when the redirect policy stopped the chain.
-func (f *Fetcher) do(parent context.Context, rawURL string, maxRedirects int, maxBody int64, noFollow bool) (res *Result, lastStatus int, err error) {
+func (f *Fetcher) do(parent context.Context, rawURL string, maxRedirects int, maxBody int64, noFollow bool, cond Validators) (res *Result, lastStatus int, err error) {
 	log := f.log.With(LogKeyURL, rawURL)
 	fail := func(cause error) (*Result, int, error) {
 		e := &Error{URL: rawURL, Class: classify(parent, cause), Err: cause}
@@ -161,6 +161,7 @@ func (f *Fetcher) do(parent context.Context, rawURL string, maxRedirects int, ma
 	hdr.Set("User-Agent", f.opts.UserAgent)
 	hdr.Set("Accept", acceptHeader)
 	hdr.Set("Accept-Encoding", "gzip, deflate")
+	cond.set(hdr)
 
 	start := time.Now()
 	reqErr := c.Request(http.MethodGet, rawURL, nil, nil, hdr)

@@ -149,6 +149,7 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.redirects = st.redirects[:0]
+	dropValidators(req.Header) // they name the first URL's version, not the target's
 	for _, v := range via {
 		st.redirects = append(st.redirects, v.URL.String())
 	}

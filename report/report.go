@@ -58,6 +58,10 @@ type Page struct {
 	Depth       int       `json:"depth"`
 	FetchedAt   time.Time `json:"fetched_at"`
 	Error       string    `json:"error,omitempty"`
+	// Change is the latest recrawl's change class of the page (Change*
+	// constants); absent when no recrawl visited or found it.
+	Change           string  `json:"change,omitempty"`
+	ChangeSimilarity float64 `json:"change_similarity,omitempty"` // to the previous version
 }
 
 // Mirror is a mapping from a path prefix on one host to a path prefix whose
@@ -164,6 +168,8 @@ type Data struct {
 	// Aliases is what the canonical hints did (crawl.canonical_hints);
 	// absent when no hint was used or checked.
 	Aliases *Aliases `json:"alias_hints,omitempty"`
+	// Changes summarizes the latest recrawl; absent before any.
+	Changes *Changes `json:"changes,omitempty"`
 }
 
 // Aliases counts what rel=canonical and sitemap hints saved, and how often

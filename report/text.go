@@ -43,6 +43,7 @@ func WriteText(w io.Writer, d *Data) error {
 	t.mirrors("REPLICATED PREFIXES", n.ReplicatedPrefixes)
 	t.hostNotes(n.HostNotes)
 	t.irrelevantParams(n.IrrelevantParams)
+	t.changes(n)
 
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("report: write text: %w", err)

@@ -30,6 +30,9 @@ type Session struct {
 	Seeds   []string // every seed of the crawl, stored ones first
 	Run     []string // the seeds this run queues: the given ones, or the stored ones on resume
 	Resumed bool     // no seed was given: the stored crawl goes on
+	// Recrawl makes Start queue the pages of the earlier crawls again, to
+	// revisit them with change detection (crawl.Engine.Recrawl).
+	Recrawl bool
 
 	spent  int64        // page requests of earlier runs (the page budget spent)
 	crawl  *crawl.Crawl // built by Start
@@ -189,6 +192,13 @@ func (s *Session) StartShared(cfg configs.Config, env crawl.Env, sh *crawl.Share
 	}
 	if restored > 0 {
 		logger.Info("duplicate index rebuilt", "pages", restored)
+	}
+	if s.Recrawl {
+		round, queued, err := c.Engine.Recrawl()
+		if err != nil {
+			return nil, err
+		}
+		logger.Info("recrawl", "round", round, "revisits_queued", queued)
 	}
 	added, err := c.Engine.Seed(s.Run)
 	if err != nil {

@@ -1279,6 +1279,11 @@ type Page struct {
 	Simhash      uint64    `json:"simhash,omitempty"`
 	Verify       bool      `json:"verify,omitempty"` // fetched for a mirror decision's verification stream
 	HasRaw       bool      `json:"has_raw,omitempty"`
+	// Validators of the stored response (ETag, Last-Modified as received),
+	// sent back by a recrawl (revisit.go).
+	ETag         string   `json:"etag,omitempty"`
+	LastModified string   `json:"last_modified,omitempty"`
+	Revisit      *Revisit `json:"revisit,omitempty"` // the latest recrawl's visit; nil before any
 }
 
 // Class is a page record's class: what the crawl made of its URL.

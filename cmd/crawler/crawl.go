@@ -27,6 +27,7 @@ type crawlFlags struct {
 	workers             int
 	allowPrivate        bool
 	quiet               bool
+	recrawl             bool
 	serve               string
 	cpuProfile          string
 	set                 map[string]bool
@@ -45,6 +46,7 @@ func parseCrawlFlags(args []string, stderr io.Writer) (*crawlFlags, []string, er
 	fs.IntVar(&cf.workers, "workers", 0, "concurrent fetches (overrides crawl.workers)")
 	fs.BoolVar(&cf.allowPrivate, "allow-private-networks", false, "allow loopback and private addresses (link-local and cloud metadata addresses stay refused; see fetch.allow_addresses)")
 	fs.BoolVar(&cf.quiet, "quiet", false, "no progress output (a refreshing line on a terminal, log lines otherwise)")
+	fs.BoolVar(&cf.recrawl, "recrawl", false, "revisit the pages of the earlier crawl in --data with conditional requests and class their changes")
 	fs.StringVar(&cf.serve, "serve", "", "serve the live HTML report and /metrics on this address during the crawl, e.g. 127.0.0.1:8080")
 	fs.StringVar(&cf.cpuProfile, "cpuprofile", "", "write a CPU profile of the crawl to this file")
 	fs.StringVar(&cf.shared.redis, "redis", "", "work on a crawl shared through Redis: redis://[:PASSWORD@]HOST:PORT/DB or rediss:// (TLS); --data keeps this worker's pages")
@@ -84,7 +86,10 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer stopProfile()
-	run := crawlRun{allowPrivate: cf.allowPrivate, serve: cf.serve, token: token, ui: ui, logger: logger, stdout: stdout}
+	if cf.recrawl && cf.shared.redis != "" {
+		return usageError{errors.New("--recrawl works on one data dir, not on a crawl shared through --redis")}
+	}
+	run := crawlRun{allowPrivate: cf.allowPrivate, recrawl: cf.recrawl, serve: cf.serve, token: token, ui: ui, logger: logger, stdout: stdout}
 	return asUsage(run.crawl(ctx, cfg, cf.data, seeds, cf.shared))
 }
 
@@ -146,6 +151,7 @@ func asUsage(err error) error {
 // which token, and what it shows.
 type crawlRun struct {
 	allowPrivate bool
+	recrawl      bool
 	serve, token string
 	ui           *console.UI // nil shows no progress
 	logger       *slog.Logger
@@ -184,6 +190,7 @@ func (r crawlRun) crawl(ctx context.Context, cfg configs.Config, dataDir string,
 			err = fmt.Errorf("storage: %w", cerr)
 		}
 	}()
+	sess.Recrawl = r.recrawl
 	policy, err := crawl.AddrPolicy(ctx, cfg.Fetch, sess.Seeds, r.allowPrivate, r.logger)
 	if err != nil {
 		return err

@@ -1,0 +1,546 @@
+package crawl_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/crawl"
+	"github.com/horseshoe-crawler/horseshoe/export"
+	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
+	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
+	"github.com/horseshoe-crawler/horseshoe/report"
+	"github.com/horseshoe-crawler/horseshoe/storage"
+)
+
+// recrawlSite is a small site on disk: pages of generated prose (600 words,
+// enough for a new date to stay within the near-duplicate threshold) with a
+// footer, served by testweb (ETag and Last-Modified from the file, 304 for a
+// matching If-None-Match or If-Modified-Since).
+type recrawlSite struct {
+	dir   string
+	r     *rand.Rand
+	prose map[string]string
+}
+
+func (s *recrawlSite) words(n int) string {
+	ws := make([]string, n)
+	for i := range ws {
+		ws[i] = fmt.Sprintf("w%d", int(3000*s.r.Float64()*s.r.Float64()))
+	}
+	return strings.Join(ws, " ")
+}
+
+// write writes page name with its prose, footer and links, dated mod.
+func (s *recrawlSite) write(t *testing.T, name, prose, footer string, links []string, mod time.Time) {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "<!doctype html><html><head><title>%s</title></head><body><p>%s</p><ul>", name, prose)
+	for _, l := range links {
+		fmt.Fprintf(&b, "<li><a href=%q>%s</a></li>", l, l)
+	}
+	fmt.Fprintf(&b, "</ul><footer>%s</footer></body></html>", footer)
+	path := filepath.Join(s.dir, name)
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, mod, mod); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// condLog records the conditional headers of every request, by path.
+type condLog struct {
+	mu   sync.Mutex
+	reqs []condReq
+}
+
+type condReq struct{ path, inm, ims string }
+
+func (l *condLog) wrap(_ string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.mu.Lock()
+		l.reqs = append(l.reqs, condReq{r.URL.Path, r.Header.Get("If-None-Match"), r.Header.Get("If-Modified-Since")})
+		l.mu.Unlock()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (l *condLog) take() []condReq {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := l.reqs
+	l.reqs = nil
+	return r
+}
+
+// crawlDir runs one crawl (or, with recrawl, a recrawl) over the store in
+// dir, wired by crawl.Build, to the end.
+func crawlDir(t *testing.T, dir string, recrawl bool, seeds ...string) {
+	t.Helper()
+	crawlStore(t, dir, recrawl, 0, seeds...)
+}
+
+// crawlDirWorkers recrawls with the given number of workers.
+func crawlDirWorkers(t *testing.T, dir string, workers int, seeds ...string) {
+	t.Helper()
+	crawlStore(t, dir, true, workers, seeds...)
+}
+
+func crawlStore(t *testing.T, dir string, recrawl bool, workers int, seeds ...string) {
+	t.Helper()
+	db, err := storage.Open(dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	cfg := crawlConfig{Workers: workers}.withDefaults().config()
+	cfg.Storage.KeepRaw = true
+	c, err := crawl.Build(cfg, db, crawl.Env{Seeds: seeds}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Engine.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	if recrawl {
+		if _, _, err := c.Engine.Recrawl(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Engine.Seed(seeds); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.Engine.Run(ctx, ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRecrawlChanges crawls a site, changes it on disk (some pages
+// untouched, some with a new footer date or counter, some really edited, one
+// rewritten byte for byte, one deleted, one added) and recrawls it: every
+// page gets its change class, the revisits carry the stored validators, the
+// untouched pages cost a 304, the WARC holds revisit records that warcio
+// reads, and the report has the changes section.
+func TestRecrawlChanges(t *testing.T) {
+	root := t.TempDir()
+	const ip = "127.0.0.2"
+	s := &recrawlSite{dir: filepath.Join(root, ip), r: rand.New(rand.NewPCG(3, 4))}
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().Add(-48 * time.Hour).Truncate(time.Second)
+	footer := "Last updated 24 November 2026 · Visitors: 12,345"
+	pages := []string{"same.html", "dated.html", "counter.html", "edited.html", "retouched.html", "removed.html"}
+	prose := map[string]string{}
+	for _, p := range pages {
+		prose[p] = s.words(600)
+		s.write(t, p, prose[p], footer, nil, t0)
+	}
+	s.write(t, "index.html", "The index.", footer, pages, t0)
+	log := &condLog{}
+	web, err := testweb.Start(root, testweb.Options{Robots: map[string]string{ip: "User-agent: *\nAllow: /\n"}, Handler: log.wrap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	seed := web.URL(ip, "/index.html")
+	data := t.TempDir()
+	crawlDir(t, data, false, seed)
+	if n := len(log.take()); n != 8 { // robots.txt, index, six pages
+		t.Fatalf("first crawl made %d requests, want 8", n)
+	}
+
+	// The second version of the site.
+	t1 := t0.Add(24 * time.Hour)
+	s.write(t, "dated.html", prose["dated.html"], "Last updated 25 November 2026 · Visitors: 12,345", nil, t1)
+	s.write(t, "counter.html", prose["counter.html"], "Last updated 24 November 2026 · Visitors: 12,407", nil, t1)
+	edited := strings.Fields(prose["edited.html"])
+	s.write(t, "edited.html", strings.Join(edited[:300], " ")+" "+s.words(300), footer, nil, t1)
+	s.write(t, "retouched.html", prose["retouched.html"], footer, nil, t1) // same bytes, new date
+	if err := os.Remove(filepath.Join(s.dir, "removed.html")); err != nil {
+		t.Fatal(err)
+	}
+	s.write(t, "fresh.html", s.words(600), footer, nil, t1)
+	s.write(t, "index.html", "The index.", footer, append(pages, "fresh.html"), t1)
+
+	crawlDir(t, data, true, seed)
+	reqs := log.take()
+
+	db, err := storage.Open(data, storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rd, err := crawl.ReportData(db, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"same.html": report.ChangeNone, "retouched.html": report.ChangeNone,
+		"dated.html": report.ChangeTrivial, "counter.html": report.ChangeTrivial,
+		"edited.html": report.ChangeReal, "index.html": report.ChangeReal,
+		"removed.html": report.ChangeGone, "fresh.html": report.ChangeNew,
+	}
+	got := map[string]string{}
+	for _, p := range rd.Pages {
+		got[strings.TrimPrefix(p.URL, web.BaseURL(ip)+"/")] = p.Change
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s: change %q, want %q", name, got[name], w)
+		}
+	}
+	ch := rd.Changes
+	if ch == nil || ch.Round != 1 || ch.ByChange[report.ChangeNone] != 2 || ch.ByChange[report.ChangeTrivial] != 2 ||
+		ch.ByChange[report.ChangeReal] != 2 || ch.ByChange[report.ChangeGone] != 1 || ch.ByChange[report.ChangeNew] != 1 ||
+		ch.NotModified != 1 || ch.Conditional != 7 {
+		t.Errorf("changes %+v", ch)
+	}
+
+	// The requests: every revisit conditional on the stored validators, the
+	// new page not; only the untouched page answered 304.
+	byPath := map[string]condReq{}
+	for _, r := range reqs {
+		byPath[strings.TrimPrefix(r.path, "/")] = r
+	}
+	if len(reqs) != 8 { // seven revisits, the new page (robots.txt is fresh in the store)
+		t.Errorf("recrawl made %d requests, want 8: %v", len(reqs), reqs)
+	}
+	lm0 := t0.UTC().Format(http.TimeFormat)
+	for _, name := range append(pages, "index.html") {
+		r := byPath[name]
+		if r.inm == "" || r.ims != lm0 {
+			t.Errorf("revisit of %s sent If-None-Match %q, If-Modified-Since %q (want the stored ETag and %s)", name, r.inm, r.ims, lm0)
+		}
+	}
+	if r := byPath["fresh.html"]; r.path == "" || r.inm != "" || r.ims != "" {
+		t.Errorf("the new page's request: %+v", r)
+	}
+	var notModified []string
+	for _, r := range web.Requests() {
+		if r.Status == http.StatusNotModified {
+			notModified = append(notModified, r.Path)
+		}
+	}
+	if strings.Join(notModified, " ") != "/same.html" {
+		t.Errorf("304s for %v, want /same.html alone", notModified)
+	}
+
+	// The byte-identical page keeps its stored version under its new
+	// validators, so that the next recrawl gets a 304.
+	if rt := recordOf(t, db, web.URL(ip, "/retouched.html")); rt.ETag == "" || rt.ETag == byPath["retouched.html"].inm {
+		t.Errorf("retouched.html keeps ETag %q, sent %q: the server's new ETag is not stored", rt.ETag, byPath["retouched.html"].inm)
+	}
+
+	// The record of the trivial change holds the new version and the
+	// settled similarity to the previous one.
+	dated := recordOf(t, db, web.URL(ip, "/dated.html"))
+	if rv := dated.Revisit; rv == nil || !rv.Settled || rv.Similarity < 0.9 || rv.Similarity >= 1 || rv.PrevSHA1 == "" || rv.PrevSHA1 == dated.SHA1 {
+		t.Errorf("dated.html revisit %+v (sha1 %s)", dated.Revisit, dated.SHA1)
+	}
+	if text, err := db.Text(dated.ID); err != nil || !strings.Contains(text, "25 November") {
+		t.Errorf("dated.html stored text is not the new version: %v", err)
+	}
+
+	t.Run("report", func(t *testing.T) {
+		var b strings.Builder
+		if err := report.WriteText(&b, rd); err != nil {
+			t.Fatal(err)
+		}
+		flat := strings.Join(strings.Fields(b.String()), " ")
+		for _, w := range []string{"CHANGES (recrawl 1", "unchanged 2, trivially_changed 2, changed 2, new 1, gone 1, failed 0",
+			"7 conditional requests, 1 answered 304 Not Modified", "gone " + web.URL(ip, "/removed.html")} {
+			if !strings.Contains(flat, w) {
+				t.Errorf("text report lacks %q", w)
+			}
+		}
+	})
+
+	t.Run("warc", func(t *testing.T) { checkRecrawlWARC(t, db, web.URL(ip, "/same.html"), web.URL(ip, "/retouched.html")) })
+}
+
+func recordOf(t *testing.T, db *storage.DB, u string) *storage.Page {
+	t.Helper()
+	var found *storage.Page
+	db.ForEachPage(func(p *storage.Page) error {
+		if p.URL == u {
+			found = p
+		}
+		return nil
+	})
+	if found == nil {
+		t.Fatalf("no record of %s", u)
+	}
+	return found
+}
+
+// checkRecrawlWARC exports the recrawled store and reads it with warcio:
+// the 304 is a server-not-modified revisit, the byte-identical page an
+// identical-payload-digest one, each referring to the stored capture.
+func checkRecrawlWARC(t *testing.T, db *storage.DB, notModified, identical string) {
+	bin := testtools.Warcio(t)
+	path := filepath.Join(t.TempDir(), "recrawl.warc.gz")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := export.WARC(f, db, export.WARCOptions{Software: "Horseshoe/test"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "index", path, "--fields=warc-type,warc-target-uri,warc-record-id,warc-profile,warc-refers-to,warc-payload-digest").Output()
+	if err != nil {
+		t.Fatalf("warcio index: %v", err)
+	}
+	responses := map[string]map[string]string{}
+	revisits := map[string]map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var m map[string]string
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("warcio line %q: %v", line, err)
+		}
+		switch m["warc-type"] {
+		case "response":
+			responses[m["warc-target-uri"]] = m
+		case "revisit":
+			revisits[m["warc-target-uri"]] = m
+		}
+	}
+	if len(revisits) != 2 {
+		t.Errorf("%d revisit records, want 2: %v", len(revisits), revisits)
+	}
+	for u, profile := range map[string]string{notModified: storage.ProfileNotModified, identical: storage.ProfileIdenticalBody} {
+		rv, resp := revisits[u], responses[u]
+		if rv == nil || resp == nil || rv["warc-profile"] != profile || rv["warc-refers-to"] != resp["warc-record-id"] ||
+			rv["warc-payload-digest"] != resp["warc-payload-digest"] {
+			t.Errorf("%s: revisit %v, response %v", u, rv, resp)
+		}
+	}
+}
+
+// TestRecrawlFailedAndContinued: a recrawl that stops before its first
+// request is continued by the next --recrawl (same round, nothing queued
+// twice, one request per page); a revisit answered 500 is failed and keeps
+// the stored version.
+func TestRecrawlFailedAndContinued(t *testing.T) {
+	root := t.TempDir()
+	const ip = "127.0.0.2"
+	s := &recrawlSite{dir: filepath.Join(root, ip), r: rand.New(rand.NewPCG(5, 6))}
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	s.write(t, "index.html", "The index.", "footer", []string{"a.html", "broken.html"}, t0)
+	s.write(t, "a.html", s.words(300), "footer", nil, t0)
+	s.write(t, "broken.html", s.words(300), "footer", nil, t0)
+	var failing sync.Map
+	log := &condLog{}
+	web, err := testweb.Start(root, testweb.Options{Handler: func(ip string, next http.Handler) http.Handler {
+		return log.wrap(ip, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if _, ok := failing.Load(r.URL.Path); ok {
+				http.Error(w, "boom", http.StatusInternalServerError)
+				return
+			}
+			next.ServeHTTP(w, r)
+		}))
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	seed := web.URL(ip, "/index.html")
+	data := t.TempDir()
+	crawlDir(t, data, false, seed)
+	log.take()
+	failing.Store("/broken.html", true)
+
+	// A recrawl queued, then stopped before any request.
+	db, err := storage.Open(data, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := crawlConfig{}.withDefaults().config()
+	c, err := crawl.Build(cfg, db, crawl.Env{Seeds: []string{seed}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if round, n, err := c.Engine.Recrawl(); err != nil || round != 1 || n != 3 {
+		t.Fatalf("Recrawl = %d, %d, %v; want round 1, 3 queued", round, n, err)
+	}
+	c.Close()
+	db.Close()
+
+	crawlDir(t, data, true, seed) // continues round 1
+	reqs := log.take()
+	if len(reqs) != 3 {
+		t.Errorf("the continued recrawl made %d requests, want 3 (one a page): %v", len(reqs), reqs)
+	}
+	db, err = storage.Open(data, storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rd, err := crawl.ReportData(db, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch := rd.Changes; ch == nil || ch.Round != 1 || ch.ByChange[report.ChangeFailed] != 1 || ch.ByChange[report.ChangeNone] != 2 {
+		t.Errorf("changes %+v", rd.Changes)
+	}
+	broken := recordOf(t, db, web.URL(ip, "/broken.html"))
+	if broken.Class != storage.ClassUnique || broken.Status != 200 || broken.Revisit == nil ||
+		broken.Revisit.Change != storage.ChangeFailed || broken.Revisit.Status != 500 {
+		t.Errorf("broken.html after a failed revisit: class %s status %d revisit %+v", broken.Class, broken.Status, broken.Revisit)
+	}
+	if text, err := db.Text(broken.ID); err != nil || len(strings.Fields(text)) < 300 {
+		t.Errorf("broken.html lost its stored text: %v", err)
+	}
+}
+
+// TestRecrawlOrder: with one worker, a recrawl requests first the page whose
+// sitemap lastmod is later than its stored version, then the page that
+// changed at the last recrawl, then the others, oldest version first; a page
+// whose lastmod says it did not change comes last.
+func TestRecrawlOrder(t *testing.T) {
+	root := t.TempDir()
+	const ip = "127.0.0.2"
+	s := &recrawlSite{dir: filepath.Join(root, ip), r: rand.New(rand.NewPCG(8, 9))}
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	names := []string{"a.html", "b.html", "c.html", "d.html"}
+	for _, n := range names {
+		s.write(t, n, s.words(200), "footer", nil, t0)
+	}
+	s.write(t, "index.html", "The index.", "footer", names, t0)
+	log := &condLog{}
+	web, err := testweb.Start(root, testweb.Options{Handler: log.wrap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	seed := web.URL(ip, "/index.html")
+	data := t.TempDir()
+	crawlDir(t, data, false, seed)
+	// b changes before the first recrawl: its history says it changes.
+	s.write(t, "b.html", s.words(200), "footer", nil, t0.Add(time.Minute))
+	crawlDir(t, data, true, seed)
+	log.take()
+
+	// The sitemap says c changed after it was fetched and d did not.
+	db, err := storage.Open(data, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *storage.Tx) error {
+		if err := tx.PutEvidence("sitemap_url", web.URL(ip, "/c.html"), map[string]any{"lastmod": time.Now().Add(time.Hour)}); err != nil {
+			return err
+		}
+		return tx.PutEvidence("sitemap_url", web.URL(ip, "/d.html"), map[string]any{"lastmod": t0.Add(-time.Hour)})
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crawlDirWorkers(t, data, 1, seed)
+	var order []string
+	for _, r := range log.take() {
+		order = append(order, strings.TrimPrefix(r.path, "/"))
+	}
+	if got := strings.Join(order, " "); !strings.HasPrefix(got, "c.html b.html") || !strings.HasSuffix(got, "d.html") || len(order) != 5 {
+		t.Errorf("recrawl order %q: want c.html (sitemap), b.html (history) first and d.html (sitemap: unchanged) last", got)
+	}
+}
+
+// TestRecrawlSitemap: a recrawl reads the site's sitemap again first (it is
+// a sitemap, not a page revisit) and fetches what it now lists as new pages;
+// the pages it listed before are revisited.
+func TestRecrawlSitemap(t *testing.T) {
+	root := t.TempDir()
+	const ip = "127.0.0.2"
+	s := &recrawlSite{dir: filepath.Join(root, ip), r: rand.New(rand.NewPCG(10, 11))}
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	for _, n := range []string{"a.html", "b.html", "c.html"} {
+		s.write(t, n, s.words(200), "footer", nil, t0)
+	}
+	writeSitemap := func(names ...string) {
+		var b strings.Builder
+		b.WriteString(`<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">`)
+		for _, n := range names {
+			fmt.Fprintf(&b, "<url><loc>BASE/%s</loc><lastmod>%s</lastmod></url>", n, t0.Format("2006-01-02"))
+		}
+		b.WriteString("</urlset>")
+		if err := os.WriteFile(filepath.Join(s.dir, "sitemap.xml.tmpl"), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeSitemap("a.html", "b.html")
+	log := &condLog{}
+	var web *testweb.Web
+	web, err := testweb.Start(root, testweb.Options{
+		Robots: map[string]string{ip: "User-agent: *\nAllow: /\nSitemap: /sitemap.xml\n"},
+		Handler: func(ip string, next http.Handler) http.Handler {
+			return log.wrap(ip, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/sitemap.xml" { // the loc URLs need the port
+					b, _ := os.ReadFile(filepath.Join(s.dir, "sitemap.xml.tmpl"))
+					w.Header().Set("Content-Type", "application/xml")
+					w.Write([]byte(strings.ReplaceAll(string(b), "BASE", web.BaseURL(ip))))
+					return
+				}
+				next.ServeHTTP(w, r)
+			}))
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	seed := web.URL(ip, "/a.html")
+	data := t.TempDir()
+	crawlDir(t, data, false, seed)
+	log.take()
+	writeSitemap("a.html", "b.html", "c.html") // c is reachable only through the sitemap
+	crawlDirWorkers(t, data, 1, seed)
+	var order []string
+	for _, r := range log.take() {
+		order = append(order, strings.TrimPrefix(r.path, "/"))
+	}
+	if len(order) != 4 || order[0] != "sitemap.xml" || !slices.Contains(order, "c.html") {
+		t.Errorf("recrawl requests %v: want sitemap.xml first, then a, b and the new c", order)
+	}
+	db, err := storage.Open(data, storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rd, err := crawl.ReportData(db, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, p := range rd.Pages {
+		got[strings.TrimPrefix(p.URL, web.BaseURL(ip)+"/")] = p.Change
+	}
+	if got["a.html"] != report.ChangeNone || got["b.html"] != report.ChangeNone || got["c.html"] != report.ChangeNew || got["sitemap.xml"] != "" {
+		t.Errorf("changes %v", got)
+	}
+}

@@ -1,0 +1,57 @@
+package storage
+
+import "time"
+
+// A recrawl (crawl --recrawl) revisits the pages of the data dir in place:
+// a page keeps its id, its record describes the version whose raw exchange,
+// text and signature are stored, and Revisit says what the latest recrawl
+// found at its URL. When the page changed, the new version replaces the
+// stored one (record fields, raw exchange, text, signature) and Revisit keeps
+// the previous version's identity (payload digest, date). When it did not, the
+// stored version stays and Revisit holds the revisit's own request and
+// response header, for the WARC's revisit record. A page found by a recrawl
+// that the earlier crawls did not have is an ordinary record fetched after
+// the recrawl started (MetaRecrawlStarted).
+
+// Recrawl metadata keys.
+const (
+	MetaRecrawlRound   = "recrawl_round"   // the latest recrawl's number (1 = the first), decimal
+	MetaRecrawlStarted = "recrawl_started" // when it started, RFC 3339
+)
+
+// WARC revisit profiles (WARC 1.1, section 6.7.2 and 6.7.3).
+const (
+	ProfileNotModified   = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+	ProfileIdenticalBody = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+)
+
+// Revisit is what one recrawl found at a page's URL.
+type Revisit struct {
+	Round      int       `json:"round"`            // the recrawl that made this visit
+	Change     string    `json:"change"`           // dedup.Change name, or ChangeFailed
+	Status     int       `json:"status,omitempty"` // HTTP status of the revisit (304 for not modified)
+	FetchedAt  time.Time `json:"fetched_at"`
+	Similarity float64   `json:"similarity,omitempty"` // to the previous version (exact Jaccard when settled)
+	Settled    bool      `json:"settled,omitempty"`
+	Error      string    `json:"error,omitempty"` // why the revisit could not tell (ChangeFailed), or a note
+	// Conditional: the request carried If-None-Match or If-Modified-Since.
+	Conditional bool `json:"conditional,omitempty"`
+	// Profile is the WARC revisit profile of an unchanged page whose
+	// payload was not sent again (304) or was sent byte-identical;
+	// Request and Response are then that visit's request and response
+	// header, without payload.
+	Profile  string `json:"profile,omitempty"`
+	Request  []byte `json:"request,omitempty"`
+	Response []byte `json:"response,omitempty"`
+	// The previous version, when this visit stored a new one.
+	PrevSHA1      string    `json:"prev_sha1,omitempty"`
+	PrevFetchedAt time.Time `json:"prev_fetched_at,omitzero"`
+	// History over all recrawls of the URL: visits that could tell, and
+	// how many of them found a real change (ordering the next recrawl).
+	Visits  int `json:"visits"`
+	Changes int `json:"changes"`
+}
+
+// ChangeFailed is the Revisit.Change of a visit that could not tell (a
+// network error, a 5xx): the stored version stays.
+const ChangeFailed = "failed"
