@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -173,9 +174,13 @@ type Candidate struct {
 	LinkDisagreements int `json:"link_disagreements,omitempty"` // pairs whose links did not map
 	// The loss monitor (Monitor): verification-stream pairs whose pages are
 	// below Represented, its statistic, and whether it stopped the skipping.
-	LossEvents     int     `json:"loss_events,omitempty"`
-	LossStat       float64 `json:"loss_stat,omitempty"`
-	Halted         bool    `json:"halted,omitempty"`
+	LossEvents int     `json:"loss_events,omitempty"`
+	LossStat   float64 `json:"loss_stat,omitempty"`
+	Halted     bool    `json:"halted,omitempty"`
+	// What Represents needs from the pairs compared (systematic.go), kept
+	// with the candidate so a resumed crawl judges skips as before.
+	DiffSizes      []int `json:"diff_sizes,omitempty"`
+	Systematic     int   `json:"systematic,omitempty"`
 	sinceLastCheck int
 }
 
@@ -816,7 +821,12 @@ func (d *Detector) Candidate(key string) (Candidate, bool) {
 	if c == nil {
 		return Candidate{}, false
 	}
-	return *c, true
+	out := *c
+	if dc := d.diffs[key]; dc != nil {
+		out.DiffSizes = slices.Clone(dc.sizes)
+		out.Systematic = max(dc.systematic, dc.restored)
+	}
+	return out, true
 }
 
 // Candidates returns snapshots of all candidates, sorted by key.
@@ -840,6 +850,7 @@ func (d *Detector) Restore(cs []Candidate) error {
 		if c.Key == "" || c.AOrigin == "" || c.BOrigin == "" {
 			return fmt.Errorf("mirror: bad candidate %+v", c)
 		}
+		d.restoreDiffs(c)
 		if old := d.cands[c.Key]; old != nil {
 			*old = c
 			continue

@@ -31,7 +31,25 @@ type diffCounts struct {
 	pairs      int
 	counts     map[uint64]uint16
 	systematic int   // shingles whose count reached SystematicPairs
+	restored   int   // systematic as stored before a resume (counts start again)
 	sizes      []int // the tracked pairs' differences, in shingles
+}
+
+// restoreDiffs takes back what Represents needs of a stored candidate: the
+// differences of its compared pairs and its systematic shingles (the
+// shingle counts themselves are not stored; they build up again).
+func (d *Detector) restoreDiffs(c Candidate) {
+	if len(c.DiffSizes) == 0 && c.Systematic == 0 {
+		return
+	}
+	if d.diffs == nil {
+		d.diffs = map[string]*diffCounts{}
+	}
+	if d.diffs[c.Key] != nil || len(d.diffs) >= systematicCands {
+		return
+	}
+	sizes := c.DiffSizes[:min(len(c.DiffSizes), systematicTrack)]
+	d.diffs[c.Key] = &diffCounts{counts: map[uint64]uint16{}, restored: c.Systematic, sizes: slices.Clone(sizes)}
 }
 
 // Resemblance returns the Jaccard similarity of two pages' shingle sets a and
@@ -135,7 +153,7 @@ func (d *Detector) Represents(key string, words int) bool {
 	}
 	sizes := slices.Clone(dc.sizes)
 	slices.Sort(sizes)
-	s := max(dc.systematic, sizes[len(sizes)/2])
+	s := max(dc.systematic, dc.restored, sizes[len(sizes)/2])
 	return float64(words-s) >= Represented*float64(words)
 }
 

@@ -124,6 +124,23 @@ func TestCrashSafeResume(t *testing.T) {
 	refReqs := requestCounts(web.Requests())
 	t.Logf("reference: %d pages, %d requests in %s, classes %v", ref.Stats.Pages, ref.Stats.Requests, refTime.Round(time.Millisecond), ref.Stats.ByClass)
 
+	// A second uninterrupted crawl measures the run-to-run variation: with 8
+	// workers, which copy of a pair is fetched first, and so when a mirror
+	// is decided and which copies are fetched, moves the class counts of
+	// two crawls with no kill at all (seen: duplicates 1,878 and 2,035).
+	// The resumed crawl is held to that variation (twice the spread seen)
+	// on top of the fixed tolerances below.
+	ref2 := reportOf(t, bin, crawlOnce(t, bin, crawlArgs))
+	t.Logf("second reference: %d pages, %d requests, classes %v", ref2.Stats.Pages, ref2.Stats.Requests, ref2.Stats.ByClass)
+	spread := func(class ...string) int {
+		d := 0
+		for _, c := range class {
+			d += ref.Stats.ByClass[c] - ref2.Stats.ByClass[c]
+		}
+		return 2 * max(d, -d)
+	}
+	uniqueSpread, dupSpread := spread("unique"), spread("exact_duplicate", "near_duplicate")
+
 	// The same crawl, killed with SIGKILL at random moments, then resumed.
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 7))
@@ -210,11 +227,11 @@ func TestCrashSafeResume(t *testing.T) {
 			len(missing), head(missing, 10), len(extra), head(extra, 10))
 	}
 	rc, gc := ref.Stats.ByClass, got.Stats.ByClass
-	if d := gc["unique"] - rc["unique"]; d > handful || d < -handful {
+	if d, tol := gc["unique"]-rc["unique"], handful+uniqueSpread; d > tol || d < -tol {
 		t.Errorf("unique pages: %d after resume, %d in the reference", gc["unique"], rc["unique"])
 	}
 	rd, gd := rc["exact_duplicate"]+rc["near_duplicate"], gc["exact_duplicate"]+gc["near_duplicate"]
-	if d, tol := gd-rd, max(handful, rd/50); d > tol || d < -tol {
+	if d, tol := gd-rd, max(handful, rd/50)+dupSpread; d > tol || d < -tol {
 		t.Errorf("duplicates (exact and near): %d after resume, %d in the reference", gd, rd)
 	}
 	t.Logf("%d URLs fetched after resume (%d content keys), %d in the reference (%d content keys)",
@@ -444,4 +461,14 @@ func contentKey(rawURL string) string {
 		}
 	}
 	return ip + path
+}
+
+// crawlOnce runs one uninterrupted crawl into a new data dir and returns it.
+func crawlOnce(t *testing.T, bin string, crawlArgs func(string) []string) string {
+	t.Helper()
+	data := filepath.Join(t.TempDir(), "once")
+	if code, _, errOut := exitOf(t, bin, crawlArgs(data)...); code != 0 {
+		t.Fatalf("uninterrupted crawl: exit %d: %s", code, errOut)
+	}
+	return data
 }
