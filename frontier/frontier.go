@@ -172,18 +172,7 @@ func New(o Options, store Store, now func() time.Time, logger *slog.Logger) (*Fr
 	if o.HeadSize <= 0 {
 		o.HeadSize = 64
 	}
-	if o.MaxFailures <= 0 {
-		o.MaxFailures = 10
-	}
-	if o.BackoffBase <= 0 {
-		o.BackoffBase = 5 * time.Second
-	}
-	if o.BackoffMax < o.BackoffBase {
-		o.BackoffMax = o.BackoffBase
-	}
-	if o.MaxDelay < o.Delay {
-		o.MaxDelay = o.Delay
-	}
+	o = o.WithDefaults()
 	if now == nil {
 		now = time.Now
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"time"
 )
 
 // MaxURLLimit bounds TrapOptions.MaxURLLength: a URL is part of store keys,
@@ -89,4 +90,24 @@ func (o ScopeOptions) problems() []error {
 		}
 	}
 	return errs
+}
+
+// WithDefaults fills the options a frontier needs that were left zero:
+// failures before a host is given up (10), back-off base (5 s) and cap, and
+// a maximum delay of at least the delay. Every frontier (this one and the
+// shared ones) takes its defaults from here.
+func (o Options) WithDefaults() Options {
+	if o.MaxFailures <= 0 {
+		o.MaxFailures = 10
+	}
+	if o.BackoffBase <= 0 {
+		o.BackoffBase = 5 * time.Second
+	}
+	if o.BackoffMax < o.BackoffBase {
+		o.BackoffMax = o.BackoffBase
+	}
+	if o.MaxDelay < o.Delay {
+		o.MaxDelay = o.Delay
+	}
+	return o
 }

@@ -86,19 +86,7 @@ type FrontierOptions struct {
 
 // NewFrontier returns the frontier of worker m.
 func (c *Crawl) NewFrontier(m *Member, o FrontierOptions) *Frontier {
-	fo := o.Options
-	if fo.MaxFailures <= 0 {
-		fo.MaxFailures = 10
-	}
-	if fo.BackoffBase <= 0 {
-		fo.BackoffBase = 5 * time.Second
-	}
-	if fo.BackoffMax < fo.BackoffBase {
-		fo.BackoffMax = fo.BackoffBase
-	}
-	if fo.MaxDelay < fo.Delay {
-		fo.MaxDelay = fo.Delay
-	}
+	fo := o.Options.WithDefaults()
 	if o.Hold <= 0 {
 		o.Hold = 2 * time.Minute
 	}
