@@ -89,10 +89,10 @@ func build(cfg configs.Config, db *storage.DB, sh *Shared, env Env, logger *slog
 	}
 	var robots RobotsSource
 	if cfg.Politeness.ObeyRobots {
-		robots = fetch.NewRobotsCache(fetcher, RobotsOptions(cfg.Politeness), RobotsStore{DB: db}, nil)
+		robots = fetch.NewRobotsCache(fetcher, RobotsOptions(cfg.Politeness), robotsStore(db, sh), nil)
 	}
 	fo := FrontierOptions(cfg)
-	if fo.MaxPages > 0 {
+	if fo.MaxPages > 0 && sh == nil { // a shared crawl's budget is counted crawl-wide (in Redis)
 		if fo.MaxPages -= env.PagesSpent; fo.MaxPages <= 0 {
 			fetcher.Close()
 			return nil, ErrBudgetSpent
@@ -109,10 +109,7 @@ func build(cfg configs.Config, db *storage.DB, sh *Shared, env Env, logger *slog
 		eo.Resolver = env.Resolver
 	}
 	if sh != nil {
-		// The canonical hints read-modify-write their records, which a
-		// shared store does not check at the commit: per process, like
-		// mirror detection, and off in a shared crawl (every alias fetched).
-		eo.CanonicalHints = false
+		eo.ParamRefresh = SharedParamRefresh
 		return buildShared(eo, fo, sh, det, fetcher, robots, logger), nil
 	}
 	fr, err := frontier.New(fo, db, nil, logger.With("system", "frontier"))

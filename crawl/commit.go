@@ -1,12 +1,14 @@
 package crawl
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/dedup"
 	"github.com/horseshoe-crawler/horseshoe/fetch"
 	"github.com/horseshoe-crawler/horseshoe/frontier"
+	"github.com/horseshoe-crawler/horseshoe/mirror"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
 
@@ -15,13 +17,16 @@ import (
 // run it again on a conflict) and dropped after it. The shape of
 // prometheus's scrapeLoopAppender: the engine stays free of per-page state.
 type commitTx struct {
-	e         *Engine
-	tx        Tx
-	it        *frontier.Item
-	pushed    []frontier.Item // new queue entries, handed to the frontier after the commit
-	skipped   int             // mirror_skipped records written
-	withdrawn []string        // mirror decisions withdrawn by this page
-	decided   []string        // mirror decisions made by this page
+	e               *Engine
+	tx              Tx
+	it              *frontier.Item
+	pushed          []frontier.Item     // new queue entries, handed to the frontier after the commit
+	skipped         int                 // mirror_skipped records written
+	withdrawn       []string            // mirror decisions withdrawn by this page
+	decided         []string            // mirror decisions made by this page
+	mirrorLog       *mirrorEvidence     // the page's mirror evidence, for a shared crawl's log
+	proposed        *mirror.Counterpart // the pair the page proposes, before the log brings its candidate
+	proposedSamples int                 // its copies fetched as samples by this page
 }
 
 // queue adds a queue entry to hand to the frontier once committed.
@@ -35,20 +40,45 @@ func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res 
 		return
 	}
 	stamp(it, p)
-	decision, err := e.decide(p, c)
-	if err != nil {
-		e.setFatal(fmt.Errorf("cannot decide %s: %w", it.URL, err))
-		return
+	// A PrefetchingIndex decides in the transaction's first run, in the
+	// round trip of its prefetch; any other index before it.
+	pi, piped := e.index.(PrefetchingIndex)
+	decided := !piped || c == nil || c.known != nil || c.sig.Words == 0
+	var decision dedup.Decision
+	var learned []frontier.ParamRule
+	var err, derr error
+	if decided {
+		if decision, err = e.decide(p, c); err != nil {
+			e.setFatal(fmt.Errorf("cannot decide %s: %w", it.URL, err))
+			return
+		}
+		learned = e.learnParams(p, c, decision)
 	}
-	learned := e.learnParams(p, c, decision)
 	var ct *commitTx
 	err = e.st.Update(e.sctx, func(tx Tx) error {
 		ct = &commitTx{e: e, tx: tx, it: it}
+		if !decided { // once: a run again (a conflict) prefetches without it
+			if decision, derr = ct.decidePrefetched(pi, p, c); derr != nil {
+				return derr
+			}
+			learned, decided = e.learnParams(p, c, decision), true
+			if err := putParamRules(tx, learned); err != nil {
+				return err
+			}
+			return ct.record(p, c, res, decision)
+		}
 		if err := putParamRules(tx, learned); err != nil {
+			return err
+		}
+		if err := ct.prefetch(p, c); err != nil {
 			return err
 		}
 		return ct.record(p, c, res, decision)
 	})
+	if derr != nil {
+		e.setFatal(fmt.Errorf("cannot decide %s: %w", it.URL, derr))
+		return
+	}
 	if err != nil {
 		e.setFatal(fmt.Errorf("cannot record %s: %w", it.URL, err))
 		return
@@ -70,20 +100,80 @@ func stamp(it *frontier.Item, p *storage.Page) {
 
 // decide asks the duplicate index about a page with content.
 func (e *Engine) decide(p *storage.Page, c *pageContent) (dedup.Decision, error) {
+	return e.decideBy(p, c, func() (dedup.Decision, error) {
+		return e.index.CheckAndAdd(e.sctx, p.ID, c.sig, e.settler(c.doc.Tokens))
+	})
+}
+
+// decidePrefetched asks a PrefetchingIndex about a page with content, with
+// the commit's prefetch in the same round trip.
+func (ct *commitTx) decidePrefetched(pi PrefetchingIndex, p *storage.Page, c *pageContent) (dedup.Decision, error) {
+	e := ct.e
+	return e.decideBy(p, c, func() (dedup.Decision, error) {
+		d, ok, err := pi.CheckAndAddPrefetch(e.sctx, ct.tx, ct.reads(p, c), p.ID, c.sig, e.settler(c.doc.Tokens))
+		if ok || err != nil {
+			return d, err
+		}
+		if err := ct.prefetch(p, c); err != nil { // another backend's transaction: one after the other
+			return d, err
+		}
+		return pi.CheckAndAdd(e.sctx, p.ID, c.sig, e.settler(c.doc.Tokens))
+	})
+}
+
+// decideBy is decide with check asking the index.
+func (e *Engine) decideBy(p *storage.Page, c *pageContent, check func() (dedup.Decision, error)) (dedup.Decision, error) {
+	var d dedup.Decision
+	var err error
 	switch {
 	case c == nil:
 		return dedup.Decision{}, nil
 	case c.known != nil:
-		return *c.known, nil
+		d = *c.known
 	case c.sig.Words == 0:
 		return dedup.Decision{}, nil
+	default:
+		d, err = check()
 	}
-	d, err := e.index.CheckAndAdd(e.sctx, p.ID, c.sig, e.settler(c.doc.Tokens))
 	if d.Class != dedup.Unique && d.Original == p.ID {
 		// A URL fetched again (queued twice) is not a copy of itself.
 		d = dedup.Decision{}
 	}
 	return d, err
+}
+
+// prefetch names to a PagePrefetcher what record is about to read of the
+// store, so that a shared store reads it in one round trip: the links' marks
+// (links), the claims and the sample hint of an alias (aliasRecorded), the
+// copies waiting on the page (failed, the mirror's sampleWaiting), a gap
+// probe's mark (the mirror's gapResult). Each part names what its own step
+// reads, under that step's conditions.
+func (ct *commitTx) prefetch(p *storage.Page, c *pageContent) error {
+	pf, ok := ct.tx.(PagePrefetcher)
+	if !ok {
+		return nil
+	}
+	return pf.PrefetchPage(ct.reads(p, c))
+}
+
+// reads are the reads prefetch names. The links are canonicalized by the
+// parameter rules known before the page's own decision: a rule it teaches
+// leaves its rewritten links to be read at their step (links.go).
+func (ct *commitTx) reads(p *storage.Page, c *pageContent) PageReads {
+	var r PageReads
+	// hasContent(p) once content has classed the page.
+	content := c != nil && p.Status == 200 && p.Words > 0
+	if c != nil && !p.NoFollow && p.Depth < ct.e.o.MaxDepth {
+		r.Links = ct.e.paramCanonical(c.links)
+	}
+	if _, ok := ct.tx.(EvidenceReader); ok && content && ct.e.o.CanonicalHints {
+		r.Evidence = append(r.Evidence, EvidenceRef{"alias_claim", p.URL}, EvidenceRef{"alias_sample", p.URL})
+	}
+	if p.Failed() {
+		r.Dependents = append(r.Dependents, ct.it.URL)
+	}
+	ct.e.mirror.reads(p, content, &r)
+	return r
 }
 
 // record writes the page's whole effect: its content and links, its
@@ -135,7 +225,7 @@ func (ct *commitTx) content(p *storage.Page, c *pageContent, d dedup.Decision) e
 	case dedup.Exact, dedup.Near:
 		p.Class = storage.Class(d.Class.String())
 		p.OriginalID, p.Similarity, p.Method = d.Original, d.Similarity, d.Method
-		if op, err := ct.tx.GetPage(d.Original); err == nil {
+		if op, err := ct.original(d.Original); err == nil {
 			p.DuplicateOf = op.ServedURL()
 		}
 	default:
@@ -163,32 +253,29 @@ func (ct *commitTx) content(p *storage.Page, c *pageContent, d dedup.Decision) e
 	return nil
 }
 
+// original reads the record of a duplicate's original. In a shared crawl
+// the original may be another worker's page whose commit is still under way
+// (pages are indexed before they are committed): its record is waited for,
+// up to a second, so that the duplicate names it.
+func (ct *commitTx) original(id uint64) (*storage.Page, error) {
+	for wait := 0; ; wait++ {
+		op, err := ct.tx.GetPage(id)
+		if !errors.Is(err, storage.ErrNotFound) || !ct.e.shared || wait == 100 {
+			return op, err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // failed queues what a failed URL stood for: the copies skipped in its
 // favour (and, on a mirror, the copies of the failure itself).
 func (ct *commitTx) failed() error {
 	if err := ct.e.mirror.failed(ct); err != nil {
 		return err
 	}
-	// Each dependent is queued before its record goes: a crash between two
-	// parts of this transaction (storage.Update) then leaves it queued
-	// twice at worst, never lost.
-	deps, err := ct.tx.Dependents(ct.it.URL)
-	if err != nil {
-		return err
-	}
-	for _, d := range deps {
-		item, ok, err := ct.e.requeueDependent(ct.tx, d)
-		if err != nil {
-			return err
-		}
-		if ok {
-			ct.queue(item)
-		}
-		if err := ct.tx.DeleteDependent(ct.it.URL, d); err != nil {
-			return err
-		}
-	}
-	return nil
+	items, err := ct.e.queueWaiting(ct.tx, ct.it.URL)
+	ct.queue(items...)
+	return err
 }
 
 // skip records link as a copy of counterpart and registers it to be queued

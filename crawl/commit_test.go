@@ -202,5 +202,9 @@ func TestSkipLeasedVerifyPushesCounterpart(t *testing.T) {
 	}
 	if p := s.pages[it.ID]; p == nil || p.Class != storage.ClassUnique {
 		t.Errorf("the verification pick was not fetched: %+v", p)
+	} else if !p.Verify {
+		// Its comparison with the counterpart must count in the
+		// verification stream and the loss monitor.
+		t.Error("the verification pick drawn at lease time is not marked Verify")
 	}
 }

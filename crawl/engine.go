@@ -76,6 +76,7 @@ type Options struct {
 	LookupTimeout      time.Duration    // one politeness lookup (0 = DefaultLookupTimeout)
 	Sitemaps           bool             // fetch the sitemaps robots.txt names and queue their URLs (sitemaps.go)
 	CanonicalHints     bool             // queue a known canonical URL in place of its alias (canonical.go)
+	ParamRefresh       time.Duration    // read the parameter rules other workers stored this often (params.go; 0 = never)
 }
 
 // Engine runs a crawl over one store.
@@ -87,6 +88,7 @@ type Engine struct {
 	robots RobotsSource
 	det    Detector       // signing and shingling
 	index  DuplicateIndex // the duplicate decision
+	shared bool           // one worker of a shared crawl (BuildShared)
 	logger *slog.Logger
 	// sctx is the context of store calls: a page's transaction, once its
 	// fetch is over, runs to its end (a hard stop cancels fetches, not
@@ -115,6 +117,7 @@ type Engine struct {
 	rc     recrawlRound           // the latest recrawl (recrawl.go)
 
 	sitemaps sitemapState // sitemaps.go
+	audit    skipAudit    // skipaudit.go
 
 	errMu    sync.Mutex
 	fatalErr error
@@ -229,10 +232,18 @@ func (e *Engine) Requests() int64 { return e.requests.Load() }
 // Snapshot returns the engine's counters and the frontier's queue, for the
 // progress line and /metrics. It is safe to call while Run runs.
 func (e *Engine) Snapshot() Stats {
+	s := e.Counts()
 	st := e.fr.Stats()
+	s.Queued, s.Active, s.Hosts, s.QueuedErr = st.Queued, st.Active, st.Hosts, st.Err
+	return s
+}
+
+// Counts is Snapshot without the frontier's figures (Queued, Active and
+// Hosts stay zero): the engine's own counters, read without asking the
+// frontier (a shared crawl's frontier asks Redis).
+func (e *Engine) Counts() Stats {
 	s := Stats{
-		Pages: e.pages.Load(), Requests: e.requests.Load(), Duplicates: e.dups.Load(),
-		Queued: st.Queued, Active: st.Active, Hosts: st.Hosts, Running: true,
+		Pages: e.pages.Load(), Requests: e.requests.Load(), Duplicates: e.dups.Load(), Running: true,
 		ByClass: make(map[string]int64, len(storage.Classes)),
 	}
 	e.classMu.Lock()
@@ -260,22 +271,51 @@ func (e *Engine) Run(ctx, hard context.Context) error {
 	defer cancel()
 	e.cancel = cancel
 	stopLookups := e.startLookups(runCtx)
+	stopMirror := e.mirror.follow(runCtx)
 	var wg sync.WaitGroup
 	if e.o.ProgressEvery > 0 {
 		wg.Add(1)
 		go func() { defer wg.Done(); e.progress(runCtx) }()
 	}
+	if e.o.ParamRefresh > 0 {
+		wg.Add(1)
+		go func() { defer wg.Done(); e.refreshParams(runCtx) }()
+	}
 	// Hosts queued by an earlier run get their IP grouping before any lease.
 	for _, h := range e.fr.Hosts() {
 		e.newHost(h)
 	}
+	// When the frontier runs out, the skip audit (skipaudit.go) may queue
+	// skipped URLs whose counterparts were not kept: the crawl goes on.
+	e.runWorkers(runCtx, hard)
+	for e.auditEnd(ctx) {
+		e.runWorkers(runCtx, hard)
+	}
+	cancel()
+	wg.Wait()
+	stopLookups()
+	stopMirror()
+	if err := e.fatal(); err != nil {
+		return err
+	}
+	st := e.fr.Stats()
+	complete := ctx.Err() == nil && st.Err == nil && st.Queued == 0
+	if err := e.st.PutMeta(e.sctx, storage.MetaComplete, []byte(fmt.Sprint(complete))); err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	return e.st.PutMeta(e.sctx, storage.MetaFinished, []byte(time.Now().UTC().Format(time.RFC3339Nano)))
+}
+
+// runWorkers leases and handles URLs with o.Workers goroutines until the
+// frontier has nothing more to lease or ctx is done.
+func (e *Engine) runWorkers(ctx, hard context.Context) {
 	var workers sync.WaitGroup
 	for i := 0; i < e.o.Workers; i++ {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
 			for {
-				it, err := e.fr.Next(runCtx)
+				it, err := e.fr.Next(ctx)
 				if err != nil {
 					return
 				}
@@ -284,17 +324,6 @@ func (e *Engine) Run(ctx, hard context.Context) error {
 		}()
 	}
 	workers.Wait()
-	cancel()
-	wg.Wait()
-	stopLookups()
-	if err := e.fatal(); err != nil {
-		return err
-	}
-	complete := ctx.Err() == nil && e.fr.Stats().Queued == 0
-	if err := e.st.PutMeta(e.sctx, storage.MetaComplete, []byte(fmt.Sprint(complete))); err != nil {
-		return fmt.Errorf("storage: %w", err)
-	}
-	return e.st.PutMeta(e.sctx, storage.MetaFinished, []byte(time.Now().UTC().Format(time.RFC3339Nano)))
 }
 
 func (e *Engine) setFatal(err error) {
@@ -329,7 +358,11 @@ func (e *Engine) progress(ctx context.Context) {
 			st := e.fr.Stats()
 			rate := float64(p-last) / now.Sub(lastT).Seconds()
 			last, lastT = p, now
-			e.logger.Info("progress", "pages", p, "requests", e.requests.Load(), "queued", st.Queued,
+			var queued any = st.Queued
+			if st.Err != nil {
+				queued = "unknown (" + st.Err.Error() + ")"
+			}
+			e.logger.Info("progress", "pages", p, "requests", e.requests.Load(), "queued", queued,
 				"active", st.Active, "duplicates", e.dups.Load(), "pages_per_sec", fmt.Sprintf("%.1f", rate))
 		}
 	}
@@ -345,19 +378,26 @@ func (e *Engine) recordGiveUps() {
 		}
 		// The URLs the frontier held for the host are recorded with the
 		// reason; any further queue entries stay in the store, so a later
-		// run on the same data dir tries the host again.
-		class := storage.ClassError
-		if g.Blocked {
-			class = storage.ClassRobotsDisallowed // RFC 9309: unavailable robots.txt disallows the host
-		}
+		// run on the same data dir tries the host again. (A shared crawl's
+		// frontier hands out the rest of the host's queue as leases to
+		// record: frontier.Item.GivenUp.)
 		for i := range g.Items {
 			it := g.Items[i]
 			if e.giveUpRevisit(&it, g.Reason) {
 				continue
 			}
-			e.commit(&it, &storage.Page{Class: class, ErrorClass: "gave_up", Error: "host given up: " + g.Reason}, nil, nil)
+			e.commit(&it, giveUpRecord(g), nil, nil)
 		}
 	}
+}
+
+// giveUpRecord is the record of a URL of host g gave up, not requested.
+func giveUpRecord(g frontier.GiveUp) *storage.Page {
+	class := storage.ClassError
+	if g.Blocked {
+		class = storage.ClassRobotsDisallowed // RFC 9309: unavailable robots.txt disallows the host
+	}
+	return &storage.Page{Class: class, ErrorClass: "gave_up", Error: "host given up: " + g.Reason}
 }
 
 // logCap logs and records (once per host) a Crawl-delay above max_delay.

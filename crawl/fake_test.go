@@ -200,6 +200,7 @@ type fakeFrontier struct {
 	released []frontier.Outcome
 	requeue  bool // Release's answer
 	giveUps  []frontier.GiveUp
+	statsErr error // Stats's Err (a shared crawl's queue that cannot be read)
 }
 
 func newFakeFrontier() *fakeFrontier { return &fakeFrontier{seq: map[string]uint64{}} }
@@ -217,7 +218,7 @@ func (f *fakeFrontier) Finish(*frontier.Item)                    {}
 func (f *fakeFrontier) Push(items ...frontier.Item)              { f.pushed = append(f.pushed, items...) }
 func (f *fakeFrontier) Assign(host string) uint64                { f.seq[host]++; return f.seq[host] }
 func (f *fakeFrontier) Hosts() []string                          { return nil }
-func (f *fakeFrontier) Stats() frontier.Stats                    { return frontier.Stats{} }
+func (f *fakeFrontier) Stats() frontier.Stats                    { return frontier.Stats{Err: f.statsErr} }
 func (f *fakeFrontier) GiveUps() []frontier.GiveUp               { g := f.giveUps; f.giveUps = nil; return g }
 func (f *fakeFrontier) Stop()                                    {}
 func (f *fakeFrontier) SetCrawlDelay(string, time.Duration) bool { return false }

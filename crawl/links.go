@@ -238,10 +238,17 @@ func (l mirrorLinks) sample(ct *commitTx, cpID uint64, m mirror.Mapping) (bool, 
 		return short, err
 	}
 	cmp, err := comparable(ct.tx, cpID)
-	if err != nil {
+	if err != nil || !cmp {
 		return false, err
 	}
-	return cmp && l.m.det.WantSample(key), nil
+	if pc := ct.proposed; pc != nil && pc.Key == key {
+		// A shared crawl's candidate that this page proposes reaches the
+		// detector through the log, after the commit: its links are
+		// sampled as a new candidate's would be.
+		ct.proposedSamples++
+		return ct.proposedSamples <= l.m.det.MaxCompared(), nil
+	}
+	return l.m.det.WantSample(key), nil
 }
 
 func (l mirrorLinks) waits(m mirror.Mapping) bool {

@@ -1,9 +1,11 @@
 package crawl
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,7 +32,9 @@ type mirrorActions interface {
 	content(ct *commitTx, p *storage.Page, c *pageContent) error // evidence and waiting samples of a page with content
 	failed(ct *commitTx) error                                   // probe the mirror's copies of a failure
 	recorded(ct *commitTx, p *storage.Page) error                // the result of a gap probe
+	reads(p *storage.Page, content bool, r *PageReads)           // what content and recorded read of the store (commitTx.prefetch)
 	committed(ct *commitTx)                                      // act on decisions made or withdrawn, after the commit
+	follow(ctx context.Context) (stop func())                    // apply a shared crawl's mirror log while the crawl runs
 }
 
 type noMirrors struct{}
@@ -40,21 +44,44 @@ func (noMirrors) skipLeased(*frontier.Item) (attempt, bool)            { return 
 func (noMirrors) content(*commitTx, *storage.Page, *pageContent) error { return nil }
 func (noMirrors) failed(*commitTx) error                               { return nil }
 func (noMirrors) recorded(*commitTx, *storage.Page) error              { return nil }
+func (noMirrors) reads(*storage.Page, bool, *PageReads)                {}
 func (noMirrors) committed(*commitTx)                                  {}
+func (noMirrors) follow(context.Context) func()                        { return func() {} }
 
 // mirrorRules acts on a mirror detector's candidates and decisions.
 type mirrorRules struct {
 	e   *Engine
 	det *mirror.Detector
+	// In a shared crawl (mirrorlog.go): the crawl's mirror log, this
+	// worker's tag in it, the position applied last and how far behind the
+	// other workers' entries were applied.
+	log    MirrorLog
+	worker string
+	pos    string
+	lags   lagStats
 }
 
 func (m *mirrorRules) restore() error {
+	if m.log != nil {
+		return m.replay()
+	}
+	return m.restoreEvidence()
+}
+
+// restoreEvidence reloads the candidates stored as evidence.
+func (m *mirrorRules) restoreEvidence() error {
 	cands, err := restoreEvidence[mirror.Candidate](m.e, "mirror")
 	if err != nil {
 		return fmt.Errorf("mirror evidence: %w", err)
 	}
 	return m.det.Restore(cands)
 }
+
+// leasedSkipQueuesWaiting off (tests) leaves the copies waiting on a URL
+// skipped at lease time waiting, as another worker's copy added between the
+// skip and its read of the waiting list is left in a shared crawl: the state
+// the skip audit (skipaudit.go) repairs.
+var leasedSkipQueuesWaiting = true
 
 // skipLeased records a leased URL on a decided mirror as mirror_skipped,
 // without a request, when its counterpart is usable. It reports whether it
@@ -71,10 +98,10 @@ func (m *mirrorRules) skipLeased(it *frontier.Item) (attempt, bool) {
 	if e.fatal() != nil {
 		return requeue, true
 	}
-	skipped := false
+	skipped, verify := false, false
 	var pushed []frontier.Item
 	err := e.st.Update(e.sctx, func(tx Tx) error {
-		skipped = false
+		skipped, verify = false, false
 		pushed = pushed[:0]
 		cpURL, cpID, usable, queued, err := m.counterpart(tx, cp, it.Depth, it.Via)
 		if queued != nil {
@@ -87,19 +114,36 @@ func (m *mirrorRules) skipLeased(it *frontier.Item) (attempt, bool) {
 			return err
 		}
 		if !m.det.Skip(key) {
+			verify = true
 			return nil
 		}
 		skipped = true
-		return m.recordLeased(tx, it, key, cpURL, cpID)
+		if err := m.recordLeased(tx, it, key, cpURL, cpID); err != nil {
+			return err
+		}
+		// The copies skipped waiting on this URL (queued as their
+		// counterpart) are queued: a skipped page stands for nothing
+		// (counterpartUsable), and this one will neither be fetched nor
+		// fail.
+		if !leasedSkipQueuesWaiting {
+			return nil
+		}
+		waiting, err := e.queueWaiting(tx, it.URL)
+		pushed = append(pushed, waiting...)
+		return err
 	})
 	if err != nil {
 		e.setFatal(err)
 		return requeue, true
 	}
 	if !skipped {
-		// A verification pick: fetched after all. The counterpart queued
-		// for it is fetched too (it is marked seen: nothing else would
-		// queue it in this run).
+		// A verification pick (or a copy its counterpart cannot stand
+		// for): fetched after all. A pick is marked so that its comparison
+		// counts in the verification stream and the loss monitor (without
+		// the mark, the picks drawn at lease time were fetched but never
+		// verified anything). The counterpart queued for it is fetched too
+		// (it is marked seen: nothing else would queue it in this run).
+		it.Verify = it.Verify || verify
 		e.push(pushed)
 		return attempt{}, false
 	}
@@ -220,7 +264,7 @@ func (m *mirrorRules) tooShort(tx Tx, key string, cpID uint64) (bool, error) {
 // content feeds the detector a page with content: the pair's link evidence,
 // comparisons with its counterparts, and the copies waiting to be sampled.
 func (m *mirrorRules) content(ct *commitTx, p *storage.Page, c *pageContent) error {
-	if err := m.linkEvidence(ct.tx, p, c.links); err != nil {
+	if err := m.linkEvidence(ct, p, c.links); err != nil {
 		return err
 	}
 	if err := m.compare(ct, p, c.doc); err != nil {
@@ -232,7 +276,8 @@ func (m *mirrorRules) content(ct *commitTx, p *storage.Page, c *pageContent) err
 // linkEvidence proposes the candidate a duplicate pair implies, with its link
 // evidence; a unique page's links are kept for the link evidence of its
 // later copies.
-func (m *mirrorRules) linkEvidence(tx Tx, p *storage.Page, links []string) error {
+func (m *mirrorRules) linkEvidence(ct *commitTx, p *storage.Page, links []string) error {
+	tx := ct.tx
 	// The copy's own URL is where it was served from (its links are
 	// resolved against it), as in the link policy.
 	self := p.ServedURL()
@@ -247,10 +292,16 @@ func (m *mirrorRules) linkEvidence(tx Tx, p *storage.Page, links []string) error
 		if orig != nil {
 			compared, matched = mirror.LinkEvidence(self, p.DuplicateOf, links, orig)
 		}
-		m.det.ProposeLinks(self, p.DuplicateOf, compared, matched)
+		m.evidence(ct, mirrorEvidence{Propose: &mirrorProposal{Copy: self, Orig: p.DuplicateOf, Links: compared, Matched: matched}})
 		// Saved whether or not the pair counted: its link evidence did.
 		if mp, ok := mirror.Infer(self, p.DuplicateOf); ok && !mp.Identity() {
-			return m.saveCandidate(tx, mirror.Key(mp))
+			key := mirror.Key(mp)
+			if _, known := m.det.Candidate(key); !known && m.log != nil {
+				// The log brings the candidate after the commit: the pair
+				// is compared now all the same, as in one process.
+				ct.proposed = &mirror.Counterpart{Key: key, URL: p.DuplicateOf}
+			}
+			return m.saveCandidate(tx, key)
 		}
 		return nil
 	}
@@ -263,7 +314,11 @@ func (m *mirrorRules) linkEvidence(tx Tx, p *storage.Page, links []string) error
 // compare compares the page with its counterparts under every candidate
 // that were fetched before, and notes the decisions made or withdrawn.
 func (m *mirrorRules) compare(ct *commitTx, p *storage.Page, doc *parse.Document) error {
-	for _, cp := range m.det.Counterparts(p.URL) {
+	cps := m.det.Counterparts(p.URL)
+	if pc := ct.proposed; pc != nil && !slices.ContainsFunc(cps, func(c mirror.Counterpart) bool { return c.Key == pc.Key }) {
+		cps = append(cps, *pc)
+	}
+	for _, cp := range cps {
 		id, seen, err := ct.tx.SeenID(cp.URL)
 		if err != nil {
 			return err
@@ -286,21 +341,34 @@ func (m *mirrorRules) compare(ct *commitTx, p *storage.Page, doc *parse.Document
 		// Two builds of one site that differ page by page in more than the
 		// near-duplicate threshold allows match on few paths, and the
 		// sequential test rejects them.
-		match, lost, err := m.samePage(cp.Key, p, doc, rec)
+		c, made, err := m.samePage(cp.Key, p, doc, rec)
 		if err != nil {
 			return err
 		}
-		verification := p.Verify || rec.Verify
-		m.note(ct, cp.Key, m.det.Compare(cp.Key, match, verification))
-		if verification {
-			m.note(ct, cp.Key, m.det.Monitor(cp.Key, lost))
+		if !made {
+			continue
 		}
+		c.Verify = p.Verify || rec.Verify
+		c.OrigWords = originalWords(cp.Side, p, rec)
+		m.evidence(ct, mirrorEvidence{Compared: []mirrorComparison{c}})
 		if err := m.saveCandidate(ct.tx, cp.Key); err != nil {
 			return err
 		}
 	}
-	m.det.Observe(p.URL)
+	if len(cps) > 0 {
+		m.evidence(ct, mirrorEvidence{Observe: p.URL})
+	}
 	return nil
+}
+
+// originalWords is the length of the page on the original's side of a pair
+// compared under a candidate, p being on side pSide (a decision skips side
+// A: mirror.Candidate.Mirror).
+func originalWords(pSide mirror.Side, p, rec *storage.Page) int {
+	if pSide == mirror.SideA {
+		return rec.Words
+	}
+	return p.Words
 }
 
 // note logs a comparison's change of decision and keeps it for committed.
@@ -317,6 +385,9 @@ func (m *mirrorRules) note(ct *commitTx, key string, change mirror.Event) {
 			"compared", c.Compared, "matched", c.Matched)
 		if !c.SameHost() {
 			ct.decided = append(ct.decided, key)
+			// A page below mirror.Represented among the comparisons made
+			// before the decision: the first URLs it skips are verified.
+			m.det.MonitorPrior(key)
 		}
 	case mirror.WithdrawnNow:
 		m.e.logger.Info("mirror candidate withdrawn: its pages stopped matching; skipped URLs are queued again", "candidate", key)
@@ -408,6 +479,22 @@ func (m *mirrorRules) gapItem(tx Tx, g mirror.Gap) (frontier.Item, bool, error) 
 // because its original lacked something), a hit if it held new content, and
 // issues the probes the result releases.
 func (m *mirrorRules) recorded(ct *commitTx, p *storage.Page) error {
+	if err := m.gapResult(ct, p); err != nil {
+		return err
+	}
+	return m.appendLog(ct)
+}
+
+// reads names the records content and recorded read: the copies waiting on
+// a page with content (sampleWaiting), a gap probe's mark (gapResult).
+func (m *mirrorRules) reads(p *storage.Page, content bool, r *PageReads) {
+	if content {
+		r.Dependents = append(r.Dependents, p.URL)
+	}
+	r.Evidence = append(r.Evidence, EvidenceRef{"gap", p.URL})
+}
+
+func (m *mirrorRules) gapResult(ct *commitTx, p *storage.Page) error {
 	v, ok, err := ct.tx.TakeEvidence("gap", p.URL)
 	if err != nil || !ok {
 		return err
@@ -416,7 +503,7 @@ func (m *mirrorRules) recorded(ct *commitTx, p *storage.Page) error {
 	if err := json.Unmarshal(v, &g); err != nil {
 		return err
 	}
-	m.det.GapResult(g.Key, g.Linker, p.Class == storage.ClassUnique)
+	m.evidence(ct, mirrorEvidence{Gaps: []mirrorGapResult{{Key: g.Key, Linker: g.Linker, Hit: p.Class == storage.ClassUnique}}})
 	if err := m.saveCandidate(ct.tx, g.Key); err != nil {
 		return err
 	}
@@ -433,12 +520,18 @@ type gapMark struct {
 
 // committed acts on the decisions the page withdrew or made. Called with
 // commitMu held.
-func (m *mirrorRules) committed(ct *commitTx) {
+func (m *mirrorRules) committed(ct *commitTx) { m.act(ct, true) }
+
+// act acts on the decisions ct noted; on the store's skip records too when
+// shared (always in one process; in a shared crawl, where they are the
+// crawl's, by the worker whose log entry changed the decision), else on the
+// worker's own page records only.
+func (m *mirrorRules) act(ct *commitTx, shared bool) {
 	for _, key := range ct.withdrawn {
-		m.requeueSkipped(key)
+		m.requeueSkipped(key, shared)
 	}
 	for _, key := range ct.decided {
-		m.verifyStanding(key)
+		m.verifyStanding(key, shared)
 		m.onDecided(key)
 	}
 }
@@ -560,10 +653,11 @@ func (m *mirrorRules) unrepresented(u string, p *storage.Page) (string, bool) {
 // alone. lost reports that their plain Jaccard similarity is below
 // mirror.Represented: one would be lost were it skipped for the other (the
 // loss monitor's event).
-func (m *mirrorRules) samePage(key string, p *storage.Page, doc *parse.Document, rec *storage.Page) (match, lost bool, err error) {
+func (m *mirrorRules) samePage(key string, p *storage.Page, doc *parse.Document, rec *storage.Page) (c mirrorComparison, made bool, err error) {
+	c.Key = key
 	if p.SHA256 != "" && p.SHA256 == rec.SHA256 {
-		m.det.Identical(key)
-		return true, false, nil
+		c.Match, c.Identical = true, true
+		return c, true, nil
 	}
 	// One recorded as the other's duplicate matches; their text is compared
 	// all the same, for the loss monitor and the pair's typical difference
@@ -572,22 +666,42 @@ func (m *mirrorRules) samePage(key string, p *storage.Page, doc *parse.Document,
 	e := m.e
 	text, err := e.st.Text(e.sctx, rec.ID)
 	if err != nil {
-		if errors.Is(err, storage.ErrDamaged) {
-			return recorded, false, nil // unreadable: no evidence either way
+		if errors.Is(err, ErrElsewhere) {
+			// Kept by another worker that does not answer for it (gone,
+			// silent): not made. Counting the pairs the index recorded as
+			// duplicates without their text would count matches and never
+			// mismatches.
+			return c, false, nil
 		}
-		return false, false, err
+		if errors.Is(err, storage.ErrDamaged) {
+			c.Match = recorded
+			return c, true, nil // unreadable: no evidence either way
+		}
+		return c, false, err
 	}
-	if text == doc.Text && (!e.o.Parse.TitleTokens || rec.Title == doc.Title) {
-		m.det.Identical(key)
-		return true, false, nil // the same token stream: J = 1 without shingling
+	title := rec.Title
+	if e.o.Parse.TitleTokens && title == "" {
+		// Another worker's page: its summary lacks the title.
+		if full, err := e.st.Page(e.sctx, rec.ID); err == nil {
+			title = full.Title
+		}
+	}
+	if text == doc.Text && (!e.o.Parse.TitleTokens || title == doc.Title) {
+		c.Match, c.Identical = true, true
+		return c, true, nil // the same token stream: J = 1 without shingling
 	}
 	mine := doc.Tokens
 	if e.o.Parse.URLTokens {
 		mine = e.storedTokens(nil, doc.Title, doc.Text)
 	}
-	theirs := e.storedTokens(nil, rec.Title, text)
-	r, j := m.det.Similarities(key, e.det.Shingles(mine, nil), e.det.Shingles(theirs, nil))
-	return recorded || r >= e.det.Options().Threshold, j < mirror.Represented, nil
+	theirs := e.storedTokens(nil, title, text)
+	r, j, diff := m.det.Measure(key, e.det.Shingles(mine, nil), e.det.Shingles(theirs, nil))
+	c.Match, c.Lost = recorded || r >= e.det.Options().Threshold, j < mirror.Represented
+	c.Measured, c.Size = true, len(diff)
+	if m.log == nil || m.det.Tracking(key) {
+		c.Diff = diff // past the candidate's first pairs, only the size counts
+	}
+	return c, true, nil
 }
 
 func (m *mirrorRules) saveCandidate(tx EvidenceLog, key string) error {
@@ -600,8 +714,8 @@ func (m *mirrorRules) saveCandidate(tx EvidenceLog, key string) error {
 
 // requeueSkipped queues again every URL skipped under a withdrawn (or
 // halted) decision.
-func (m *mirrorRules) requeueSkipped(key string) {
-	deps, mp, ok := m.skippedUnder(key)
+func (m *mirrorRules) requeueSkipped(key string, shared bool) {
+	deps, mp, ok := m.skippedUnder(key, shared)
 	if !ok {
 		return
 	}
@@ -621,8 +735,8 @@ func (m *mirrorRules) requeueSkipped(key string) {
 // on a small mirror they can be all of its pages, and a stream drawn only
 // from later skips would never run. One in VerifyEvery is queued again,
 // marked for verification.
-func (m *mirrorRules) verifyStanding(key string) {
-	deps, mp, ok := m.skippedUnder(key)
+func (m *mirrorRules) verifyStanding(key string, shared bool) {
+	deps, mp, ok := m.skippedUnder(key, shared)
 	if !ok {
 		return
 	}
@@ -641,20 +755,13 @@ func (m *mirrorRules) verifyStanding(key string) {
 			if !short && !verify {
 				continue
 			}
-			it, ok, err := e.requeueDependent(tx, d.Dependent)
+			it, ok, err := e.requeueDependentAs(tx, d.Dependent, verify)
 			if err != nil {
 				return nil, err
 			}
-			if !ok {
-				continue
+			if ok {
+				items = append(items, it)
 			}
-			if verify {
-				it.Verify = true
-				if err := tx.PutQueue(it); err != nil {
-					return nil, err
-				}
-			}
-			items = append(items, it)
 		}
 		return items, nil
 	})
@@ -675,8 +782,10 @@ type skippedCopy struct {
 }
 
 // skippedUnder returns the URLs skipped in favour of candidate key's
-// counterparts, and its mirror mapping.
-func (m *mirrorRules) skippedUnder(key string) ([]skippedCopy, mirror.Mapping, bool) {
+// counterparts (the store's skip records only when shared, see act; the
+// leased copies recorded in the worker's own page records always), and its
+// mirror mapping.
+func (m *mirrorRules) skippedUnder(key string, shared bool) ([]skippedCopy, mirror.Mapping, bool) {
 	c, ok := m.det.Candidate(key)
 	if !ok {
 		return nil, mirror.Mapping{}, false
@@ -695,9 +804,11 @@ func (m *mirrorRules) skippedUnder(key string) ([]skippedCopy, mirror.Mapping, b
 		}
 		return nil
 	}
-	if err := e.st.ForEachSkipped(e.sctx, collect); err != nil {
-		e.setFatal(err)
-		return nil, mp, false
+	if shared {
+		if err := e.st.ForEachSkipped(e.sctx, collect); err != nil {
+			e.setFatal(err)
+			return nil, mp, false
+		}
 	}
 	if err := e.st.ForEachPage(e.sctx, collect); err != nil {
 		e.setFatal(err)

@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
+	"github.com/horseshoe-crawler/horseshoe/storage"
 )
 
 // A mirror whose pages all link to one another (every link a hub): each link
@@ -55,4 +58,45 @@ func TestMirrorOfHubHeavySite(t *testing.T) {
 	if m.LinksCompared == 0 || m.LinksMatched*2 < m.LinksCompared {
 		t.Errorf("link evidence %d of %d", m.LinksMatched, m.LinksCompared)
 	}
+}
+
+// A chain of two candidates (testweb.MirrorChain): a page skipped waiting on
+// its counterpart, queued for it, which a decided mirror then skips at lease
+// time. Before the fix it stayed skipped, waiting on a page never fetched
+// and never failed, and its content was in no kept page.
+func TestMirrorChainKeepsSkippedCounterpartsCopy(t *testing.T) {
+	chain, web, seeds, err := testweb.StartMirrorChain(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { web.Close() })
+	res := runCrawl(t, crawlConfig{Mirror: true, Workers: 4}, seeds...)
+	lost := web.URL(chain.Other.IP, chain.Lost)
+	var mirrors []string
+	for _, m := range res.Mirrors {
+		mirrors = append(mirrors, fmt.Sprintf("%s%s -> %s%s (%d/%d)", m.Host, m.Prefix, m.MirrorOf, m.OriginalPrefix, m.PathsMatched, m.PathsCompared))
+	}
+	p := res.Pages[lost]
+	if s := res.Skipped[lost]; s != nil {
+		p = s
+	}
+	switch {
+	case p == nil:
+		t.Errorf("%s never reached; mirrors %v", lost, mirrors)
+	case p.Class != storage.ClassUnique:
+		cp := res.Pages[p.DuplicateOf]
+		if s := res.Skipped[p.DuplicateOf]; s != nil {
+			cp = s
+		}
+		class := storage.Class("none")
+		if cp != nil {
+			class = cp.Class
+		}
+		t.Errorf("%s recorded %s in favour of %s (%s there): its content is in no kept page; mirrors %v", lost, p.Class, p.DuplicateOf, class, mirrors)
+	}
+	// The chain was built: the counterpart was skipped at lease time.
+	if mx := res.Pages[web.URL(chain.Mirror.IP, "/m/x.html")]; mx == nil || mx.Class != storage.ClassMirrorSkipped {
+		t.Errorf("the mirror's x.html is %+v, want mirror_skipped (the chain this test is about); mirrors %v", mx, mirrors)
+	}
+	t.Logf("mirrors %v; requests %d", mirrors, res.Requests)
 }

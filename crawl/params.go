@@ -1,8 +1,10 @@
 package crawl
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/dedup"
 	"github.com/horseshoe-crawler/horseshoe/frontier"
@@ -62,6 +64,30 @@ func (e *Engine) restoreParams() error {
 	}
 	e.params.Restore(rules)
 	return nil
+}
+
+// refreshParams reads the stored rules every Options.ParamRefresh until ctx
+// ends, and takes those other workers of a shared crawl decided (or
+// withdrew): a rule learned by one worker rewrites every worker's links
+// within about that interval. A read that fails is tried at the next tick.
+func (e *Engine) refreshParams(ctx context.Context) {
+	t := time.NewTicker(e.o.ParamRefresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rules, err := restoreEvidence[frontier.ParamRule](e, paramEvidence)
+		if err != nil {
+			e.logger.Warn("cannot read the parameter rules of the other workers", "err", err)
+			continue
+		}
+		if n := e.params.Merge(rules); n > 0 {
+			e.logger.Info("parameter rules of other workers taken", "rules", n)
+		}
+	}
 }
 
 // paramCanonical rewrites canonical URLs with the learned rules, dropping the repeats

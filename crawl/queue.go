@@ -53,11 +53,44 @@ func (e *Engine) enqueueItem(tx Tx, cu string, depth int, via string, verify boo
 	return it, true, nil
 }
 
+// queueWaiting queues again the URLs skipped waiting on u, their
+// counterpart, when u will not stand for them: it failed, or it was skipped
+// itself. Each is queued before its dependent record goes: a crash between
+// two parts of the transaction (storage.Update) then leaves it queued twice
+// at worst, never lost.
+func (e *Engine) queueWaiting(tx Tx, u string) ([]frontier.Item, error) {
+	deps, err := tx.Dependents(u)
+	if err != nil {
+		return nil, err
+	}
+	var items []frontier.Item
+	for _, d := range deps {
+		item, ok, err := e.requeueDependent(tx, d)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			items = append(items, item)
+		}
+		if err := tx.DeleteDependent(u, d); err != nil {
+			return nil, err
+		}
+	}
+	return items, nil
+}
+
 // requeueDependent queues a URL that was skipped in favour of a counterpart
 // that has now failed.
 func (e *Engine) requeueDependent(tx Tx, d storage.Dependent) (frontier.Item, bool, error) {
+	return e.requeueDependentAs(tx, d, false)
+}
+
+// requeueDependentAs is requeueDependent, the item marked for the
+// verification stream when verify is set (one queue entry: a shared store's
+// queue appends each PutQueue).
+func (e *Engine) requeueDependentAs(tx Tx, d storage.Dependent, verify bool) (frontier.Item, bool, error) {
 	if !d.Seen {
-		return e.enqueue(tx, d.URL, d.Depth, d.Via)
+		return e.enqueueItem(tx, d.URL, d.Depth, d.Via, verify, 0)
 	}
 	rec, err := tx.GetPage(d.ID)
 	if err != nil || rec.Class != storage.ClassMirrorSkipped {
@@ -68,7 +101,7 @@ func (e *Engine) requeueDependent(tx Tx, d storage.Dependent) (frontier.Item, bo
 	// entry is written first: a crash between two parts of the transaction
 	// then leaves both, never neither.
 	host := frontier.HostKey(d.URL)
-	it := frontier.Item{ID: d.ID, URL: d.URL, Depth: d.Depth, Via: d.Via, Host: host, Seq: e.fr.Assign(host)}
+	it := frontier.Item{ID: d.ID, URL: d.URL, Depth: d.Depth, Via: d.Via, Host: host, Seq: e.fr.Assign(host), Verify: verify}
 	if err := tx.PutQueue(it); err != nil {
 		return frontier.Item{}, false, err
 	}

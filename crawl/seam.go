@@ -41,6 +41,28 @@ type SeenPrefetcher interface {
 	PrefetchSeen(urls []string) error
 }
 
+// PagePrefetcher is a Tx that reads in one round trip what a page's commit
+// reads of the shared state one record at a time (a network store): the
+// engine names those reads before the commit's steps run (commitTx.prefetch),
+// and the steps are answered from what was read. Optional, as
+// SeenPrefetcher: a read named but not made costs nothing more than its part
+// of the round trip, a read made but not named goes to the store as before.
+// What was read is checked at the commit as a read made one by one is.
+type PagePrefetcher interface {
+	PrefetchPage(r PageReads) error
+}
+
+// PageReads are the reads of one page's commit that a PagePrefetcher makes
+// at once.
+type PageReads struct {
+	Links      []string      // links whose marks are read (SeenPrefetcher's urls)
+	Evidence   []EvidenceRef // records TakeEvidence or GetEvidence reads
+	Dependents []string      // counterparts whose dependents Dependents reads
+}
+
+// EvidenceRef names one evidence record.
+type EvidenceRef struct{ Kind, Key string }
+
 // ErrElsewhere is what a shared store's Text returns (wrapped, with
 // storage.ErrNotFound) for a page another process fetched and keeps: the
 // near-duplicate settlement then falls back to the sketch rule without a
@@ -148,6 +170,21 @@ type DuplicateIndex interface {
 	Add(ctx context.Context, id uint64, sig *dedup.Signature) error
 }
 
+// PrefetchingIndex is a DuplicateIndex whose check-and-add can send its
+// first round in the round trip of a PagePrefetcher's reads (an index and a
+// store over one network backend): a page's decision and its commit's reads
+// then cost one round trip, not two. The index decides as CheckAndAdd does
+// (atomically); rounds after the first go alone. Optional: the engine asks
+// CheckAndAdd before the transaction otherwise.
+type PrefetchingIndex interface {
+	DuplicateIndex
+	// CheckAndAddPrefetch makes tx's PrefetchPage(r) and CheckAndAdd's
+	// decision of the page, the reads and the first round in one round
+	// trip. ok is false, and nothing is done, when tx is not of its
+	// backend.
+	CheckAndAddPrefetch(ctx context.Context, tx Tx, r PageReads, id uint64, sig *dedup.Signature, settle dedup.Settler) (d dedup.Decision, ok bool, err error)
+}
+
 // Queues is the frontier as the workers use it: leases, their release and
 // end, new entries, and what the frontier gave up.
 type Queues interface {
@@ -173,6 +210,20 @@ type Politeness interface {
 type Frontier interface {
 	Queues
 	Politeness
+}
+
+// LeaseChecker is a Frontier whose leases can end without the worker knowing
+// it (a shared crawl: a worker stalled past its lease, whose item another
+// worker took): the engine asks CheckLease before a page request and before
+// a robots.txt request of the item's host, and again once the request's
+// connection is obtained when the last check is older than a tenth of
+// FenceMargin (fence.go); on an error the request is not sent (the item is
+// released with Requeue). Optional: a frontier without it is one process's,
+// whose leases cannot be taken from it.
+type LeaseChecker interface {
+	CheckLease(ctx context.Context, it *frontier.Item) error
+	// FenceMargin is the lease time a passed CheckLease proves left.
+	FenceMargin() time.Duration
 }
 
 var (

@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/configs"
 	"github.com/horseshoe-crawler/horseshoe/dedup"
@@ -13,7 +14,7 @@ import (
 // Shared is the state a worker of a shared crawl (docs/SCALE.md) uses in
 // place of its own: the store, the duplicate index and the frontier of a
 // second implementation of the seams (cluster/redisstate). The worker's data
-// dir keeps what it fetched and its robots.txt cache.
+// dir keeps what it fetched.
 type Shared struct {
 	Store Store
 	// Index is the crawl-wide duplicate index deciding as det does.
@@ -22,7 +23,28 @@ type Shared struct {
 	// configuration; it calls onNewHost for each host it meets that this
 	// worker did not queue (the engine groups it by IP).
 	Frontier func(fo frontier.Options, onNewHost func(host string)) Frontier
+	// MirrorLog is the crawl's log of mirror evidence (mirrorlog.go); the
+	// store's transactions append to it (MirrorAppender). Without one, a
+	// shared crawl detects no mirrors.
+	MirrorLog MirrorLog
+	// Robots keeps the crawl's robots.txt entries (fetched once per host
+	// and lease); nil: the worker's data dir keeps its own.
+	Robots fetch.RobotsStore
 }
+
+// robotsStore is where the robots.txt cache keeps its entries: the shared
+// crawl's store, or the data dir.
+func robotsStore(db *storage.DB, sh *Shared) fetch.RobotsStore {
+	if sh != nil && sh.Robots != nil {
+		return sh.Robots
+	}
+	return RobotsStore{DB: db}
+}
+
+// SharedParamRefresh is how often a worker of a shared crawl reads the
+// parameter rules the others stored: the lag of a rule learned by one worker
+// in the others (one HSCAN of the rules a tick).
+const SharedParamRefresh = 250 * time.Millisecond
 
 // BuildShared wires the crawl cfg describes as one worker of a shared crawl:
 // as Build, but over sh, with db the worker's own data dir.
@@ -37,7 +59,14 @@ func buildShared(eo Options, fo frontier.Options, sh *Shared, det *dedup.Detecto
 		<-ready
 		eng.groupHost(host)
 	})
+	if sh.MirrorLog == nil {
+		eo.Mirror = nil
+	}
 	eng = NewShared(eo, sh.Store, fr, f, robots, det, sh.Index(det), logger.With("system", "crawl"))
+	eng.shared = true
+	if mr, ok := eng.mirror.(*mirrorRules); ok {
+		mr.log, mr.worker = sh.MirrorLog, newWorkerTag()
+	}
 	close(ready)
 	return &Crawl{Engine: eng, Queues: fr, Fetcher: f}
 }

@@ -25,6 +25,9 @@ type Stats struct {
 	// Queued is the number of URLs waiting; Active the fetches in flight
 	// (at most one per host); Hosts the hosts known.
 	Queued, Active, Hosts int
+	// QueuedErr says why Queued is unknown: a shared crawl's frontier
+	// could not read Redis (Queued is then 0 and means nothing).
+	QueuedErr error
 	// Running is true while a crawl runs in this process.
 	Running bool
 }

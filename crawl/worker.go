@@ -65,6 +65,12 @@ func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
 // attempt takes a leased item up to its release: the mirror skip, the
 // address policy, robots.txt, the request.
 func (e *Engine) attempt(ctx context.Context, it *frontier.Item) attempt {
+	if g := it.GivenUp; g != nil {
+		if prev := e.revisitOf(it); prev != nil {
+			return attempt{revisit: prev, fetched: true, err: errors.New("host given up: " + g.Reason)}
+		}
+		return attempt{record: giveUpRecord(*g)}
+	}
 	u, err := url.Parse(it.Target())
 	if err != nil {
 		return attempt{record: &storage.Page{Class: storage.ClassError, Error: err.Error(), ErrorClass: "url"}}
@@ -97,8 +103,16 @@ func (e *Engine) attempt(ctx context.Context, it *frontier.Item) attempt {
 // robotsCheck applies robots.txt to a lease; done reports that the attempt
 // ends here.
 func (e *Engine) robotsCheck(ctx context.Context, it *frontier.Item, u *url.URL) (a attempt, done bool) {
-	rules, fetched, err := e.robots.Get(ctx, u)
-	if err != nil { // cancelled
+	beforeRobots(it.Target())
+	rctx := ctx
+	if !leaseCheckOff("robots") {
+		rctx = e.newLeaseFence(it).fenced(ctx) // asked only when robots.txt is requested
+	}
+	rules, fetched, err := e.robots.Get(rctx, u)
+	if err != nil { // cancelled, or not requested: the lease is not proven to last
+		if isFenced(err) {
+			e.leaseLost(ctx, it, "robots.txt", err)
+		}
 		return attempt{release: frontier.Outcome{Requeue: true}}, true
 	}
 	if fetched {
@@ -128,10 +142,23 @@ func (e *Engine) robotsCheck(ctx context.Context, it *frontier.Item, u *url.URL)
 	return attempt{}, false
 }
 
-// request fetches the leased URL.
+// request fetches the leased URL, once its lease is proven to hold (and
+// again once its connection is obtained, if that took long: fence.go).
 func (e *Engine) request(ctx context.Context, it *frontier.Item, u *url.URL, prev *storage.Page) attempt {
+	fence := e.newLeaseFence(it)
+	if !e.leaseHolds(ctx, it, fence) {
+		return attempt{release: frontier.Outcome{Requeue: true}}
+	}
+	fctx := ctx
+	if !leaseCheckOff("recheck") {
+		fctx = fence.fenced(ctx)
+	}
 	start := time.Now()
-	res, ferr := e.fetchVersion(ctx, it.Target(), prev)
+	res, ferr := e.fetchVersion(stallInConnect(fctx, it.Target()), it.Target(), prev)
+	if isFenced(ferr) {
+		e.leaseLost(ctx, it, "", ferr)
+		return attempt{release: frontier.Outcome{Requeue: true}}
+	}
 	e.requests.Add(1)
 	a := attempt{fetched: true, base: u, res: res, err: ferr,
 		release: frontier.Outcome{Requested: true, ResponseTime: time.Since(start)}}
@@ -151,6 +178,24 @@ func (e *Engine) request(ctx context.Context, it *frontier.Item, u *url.URL, pre
 		return attempt{release: frontier.Outcome{Requeue: true}}
 	}
 	return a
+}
+
+// leaseHolds is the fence right before a page request of a shared crawl
+// (LeaseChecker): false when the item's lease is not proven to last until
+// the request is sent (this worker stalled since its pop, and the lease may
+// have moved to a worker that sends the URL too). The request is not sent:
+// its release puts the item back under that lease if it still holds, else
+// the partition's holder has requeued it.
+func (e *Engine) leaseHolds(ctx context.Context, it *frontier.Item, fence *leaseFence) bool {
+	beforeLeaseCheck(it.Target())
+	if fence == nil || leaseCheckOff("page") {
+		return true
+	}
+	err := fence.check(ctx)
+	if err != nil {
+		e.leaseLost(ctx, it, "", err)
+	}
+	return err == nil
 }
 
 // page makes the record of a fetched attempt, and for an HTML page its

@@ -24,6 +24,7 @@ const (
 	ClassPrivate  = "private"
 	ClassCanceled = "canceled"
 	ClassProxy    = "proxy"
+	ClassFenced   = "fenced" // the request's Fence stopped it before it was written (ErrFenced)
 	ClassOther    = "other"
 )
 
@@ -54,6 +55,8 @@ func (e *Error) Unwrap() error { return e.Err }
 // told apart from our own timeout.
 func classify(parent context.Context, err error) string {
 	switch {
+	case errors.Is(err, ErrFenced):
+		return ClassFenced
 	case errors.Is(err, ErrPrivateAddress):
 		return ClassPrivate
 	case errors.Is(err, ErrTooManyRedirects), errors.Is(err, ErrRedirectLoop):

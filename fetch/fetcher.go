@@ -93,7 +93,7 @@ func New(o Options, logger *slog.Logger) (*Fetcher, error) {
 	c.TraceHTTP = false
 	c.MaxBodySize = int(o.MaxBodySize + 1) // one more byte than allowed tells us the body was larger
 	// No cookie jar: fetches are independent and the jar would grow without bound across hosts.
-	c.SetClient(&http.Client{Transport: &recordingTransport{inner: inner}, Timeout: o.Timeout})
+	c.SetClient(&http.Client{Transport: &recordingTransport{inner: inner, traced: tracesConn(inner)}, Timeout: o.Timeout})
 	c.SetRedirectHandler(checkRedirect)
 
 	return &Fetcher{opts: o, log: logger, base: c, transport: inner}, nil
@@ -148,6 +148,13 @@ func (f *Fetcher) do(parent context.Context, rawURL string, maxRedirects int, ma
 	}
 	ctx = context.WithValue(ctx, stateKey{}, st)
 	ctx = httptrace.WithClientTrace(ctx, st.trace())
+	if fence := fenceOf(parent); fence != nil {
+		var stop context.CancelCauseFunc
+		ctx, stop = context.WithCancelCause(ctx)
+		defer stop(nil)
+		st.fence, st.stop = fence, stop
+		ctx = httptrace.WithClientTrace(ctx, st.fenceTrace(parent, fence, stop))
+	}
 
 	// A clone shares the HTTP backend but has its own stdlib context and callbacks, so concurrent
 	// calls never see each other's responses.
@@ -175,8 +182,12 @@ func (f *Fetcher) do(parent context.Context, rawURL string, maxRedirects int, ma
 	remoteIP := st.remoteIP
 	proxy := st.proxy
 	capture := st.body
+	fenced := st.fenced
 	st.mu.Unlock()
 
+	if fenced != nil {
+		return fail(fmt.Errorf("%w: %w", ErrFenced, fenced))
+	}
 	if reqErr != nil {
 		return fail(reqErr)
 	}

@@ -127,7 +127,9 @@ func RobotsKey(u *url.URL) string {
 
 // Get returns the rules for u's host, fetching /robots.txt if not cached or expired. fetched
 // reports whether a request was sent by this call. A network error, 429 or 5xx yields rules that
-// disallow everything (Unavailable) until RetryInterval passes; err is only for ctx cancellation.
+// disallow everything (Unavailable) until RetryInterval passes; err is only for ctx cancellation
+// and for a request ctx's Fence stopped (errors.Is(err, ErrFenced); see WithFence): neither is
+// cached, and a Get waiting on such a request makes its own.
 func (c *RobotsCache) Get(ctx context.Context, u *url.URL) (r *Robots, fetched bool, err error) {
 	key := RobotsKey(u)
 	for {
@@ -221,6 +223,9 @@ func (c *RobotsCache) load(ctx context.Context, key string, tryStore bool) (*Rob
 		}
 	case ctx.Err() != nil:
 		return nil, time.Time{}, true, ctx.Err()
+	case errors.Is(err, ErrFenced):
+		// Not sent: nothing learned, nothing cached or saved.
+		return nil, time.Time{}, false, err
 	case errors.As(err, &fe) && (fe.Class == ClassRedirect || fe.Class == ClassScheme):
 		// More than MaxRedirects redirects (or a redirect off http/https): RFC 9309 section 2.3.1.2
 		// lets the crawler treat the file as unavailable, i.e. like a 4xx (allow all).

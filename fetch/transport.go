@@ -109,6 +109,10 @@ type reqState struct {
 	body       *captureBody // body of the last response
 	redirErr   error        // error raised by the redirect policy
 	lastStatus int
+
+	fence  Fence                   // asked before each request is written; nil: none
+	stop   context.CancelCauseFunc // cancels the fetch when fence fails
+	fenced error                   // fence's error: nothing was written
 }
 
 type stateKey struct{}
@@ -177,7 +181,8 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 // Content-Encoding with a streaming (hence bounded) decoder and tees the decoded body into the
 // request state so that the raw bytes survive colly's charset conversion.
 type recordingTransport struct {
-	inner http.RoundTripper
+	inner  http.RoundTripper
+	traced bool // inner reports GotConn, where a fence is asked (tracesConn)
 }
 
 func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -186,6 +191,15 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 		st.mu.Lock()
 		st.connected, st.proxy = false, nil
 		st.mu.Unlock()
+		if st.fence != nil && !t.traced {
+			st.fenceAsk(req.Context(), st.fence, st.stop, func() {})
+			st.mu.Lock()
+			fenced := st.fenced
+			st.mu.Unlock()
+			if fenced != nil {
+				return nil, fenced
+			}
+		}
 	}
 	resp, err := t.inner.RoundTrip(req)
 	if st == nil {

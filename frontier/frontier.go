@@ -43,6 +43,11 @@ type Item struct {
 	// nesting level (1 named by a robots.txt, 2 listed by a sitemap index,
 	// ...). Via is then the robots.txt that named its chain.
 	Sitemap int `json:"sitemap,omitempty"`
+	// GivenUp, set by a shared crawl's frontier (cluster/redisstate), marks
+	// a URL of a host given up crawl-wide, leased to be recorded as the
+	// URLs held for a host given up are (the engine's recordGiveUps), not
+	// requested.
+	GivenUp *GiveUp `json:"-"`
 }
 
 // Target is the URL to request for the item: FetchURL if set, else URL.
@@ -604,6 +609,9 @@ func (f *Frontier) Finish(*Item) {
 // Stats is a snapshot for progress reporting.
 type Stats struct {
 	Queued, Active, Leased, Hosts, ReadyHosts int
+	// Err says why Queued could not be counted (a shared crawl's frontier
+	// could not read Redis); Queued is then 0 and means nothing.
+	Err error
 }
 
 // Stats returns a snapshot of the frontier's counters.

@@ -379,6 +379,39 @@ func (l *ParamLearner) Restore(rules []ParamRule) {
 	}
 }
 
+// Merge loads rules other learners stored (the workers of a shared crawl): a
+// rule replaces this learner's own only when it says more (decided over
+// undecided; withdrawn or blocked over decided), so a rule this learner
+// changed and has not stored yet is not taken back. It returns how many
+// rules it replaced.
+func (l *ParamLearner) Merge(rules []ParamRule) int {
+	var newer []ParamRule
+	l.mu.RLock()
+	for _, r := range rules {
+		c := l.cands[r.Key()]
+		if c == nil || paramRank(r) > paramRank(c.rule) {
+			newer = append(newer, r)
+		}
+	}
+	l.mu.RUnlock()
+	if len(newer) > 0 {
+		l.Restore(newer)
+	}
+	return len(newer)
+}
+
+// paramRank orders what a rule says: 0 evidence only, 1 decided, 2 final
+// (withdrawn, or blocked by counter-evidence).
+func paramRank(r ParamRule) int {
+	switch {
+	case r.Withdrawn || r.Counter != nil:
+		return 2
+	case r.Decided:
+		return 1
+	}
+	return 0
+}
+
 // Rules returns every rule with evidence or counter-evidence, sorted by host and parameter.
 func (l *ParamLearner) Rules() []ParamRule {
 	l.mu.RLock()

@@ -340,3 +340,30 @@ func TestParamLearnerBoundsNames(t *testing.T) {
 		t.Errorf("another host did not learn within the bounds: %q", got)
 	}
 }
+
+// Merge takes another learner's rule only when it says more than this one's:
+// a decision over evidence, a withdrawal or block over a decision; never the
+// other way (a rule decided here and not stored yet is kept).
+func TestParamLearnerMerge(t *testing.T) {
+	const u = "http://shop.example/a?visit=7&item=3"
+	rule := func(param string, decided, withdrawn bool) ParamRule {
+		r := ParamRule{Host: "shop.example", Param: param, Pairs: 3, Paths: 2, Decided: decided, Withdrawn: withdrawn}
+		if withdrawn {
+			r.Counter = &ParamPair{URL: "http://shop.example/a?visit=1", Other: "http://shop.example/a?visit=2"}
+		}
+		return r
+	}
+	l := NewParamLearner(ParamOptions{})
+	if n := l.Merge([]ParamRule{rule("visit", true, false)}); n != 1 || l.Canonical(u) != "http://shop.example/a?item=3" {
+		t.Fatalf("a decided rule merged into an empty learner: %d replaced, %s", n, l.Canonical(u))
+	}
+	if n := l.Merge([]ParamRule{rule("visit", false, false)}); n != 0 || l.Canonical(u) != "http://shop.example/a?item=3" {
+		t.Errorf("evidence only replaced a decision: %d replaced, %s", n, l.Canonical(u))
+	}
+	if n := l.Merge([]ParamRule{rule("visit", true, true)}); n != 1 || l.Canonical(u) != u {
+		t.Errorf("a withdrawal not merged: %d replaced, %s", n, l.Canonical(u))
+	}
+	if n := l.Merge([]ParamRule{rule("visit", true, false)}); n != 0 || l.Canonical(u) != u {
+		t.Errorf("a decision replaced a withdrawal: %d replaced, %s", n, l.Canonical(u))
+	}
+}

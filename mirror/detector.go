@@ -177,6 +177,15 @@ type Candidate struct {
 	LossEvents int     `json:"loss_events,omitempty"`
 	LossStat   float64 `json:"loss_stat,omitempty"`
 	Halted     bool    `json:"halted,omitempty"`
+	// The comparisons made while the candidate was undecided whose pages
+	// are below Represented, kept for the start of the verification stream
+	// (Prior, MonitorPrior): the word counts of their original's pages (at
+	// most priorMax).
+	PriorLost []int `json:"prior_lost,omitempty"`
+	// VerifyNext is how many of the next URLs the decision would skip are
+	// verified before the stream goes on at one in VerifyEvery
+	// (MonitorPrior).
+	VerifyNext int `json:"verify_next,omitempty"`
 	// What Represents needs from the pairs compared (systematic.go), kept
 	// with the candidate so a resumed crawl judges skips as before.
 	DiffSizes      []int `json:"diff_sizes,omitempty"`
@@ -542,6 +551,11 @@ func (d *Detector) Skip(key string) bool {
 	if c == nil || !c.Decided || c.Halted {
 		return false
 	}
+	if c.VerifyNext > 0 {
+		c.VerifyNext--
+		c.sinceLastCheck = 0
+		return false
+	}
 	c.sinceLastCheck++
 	if c.sinceLastCheck >= d.o.VerifyEvery {
 		c.sinceLastCheck = 0
@@ -768,6 +782,10 @@ func (d *Detector) WantSample(key string) bool {
 	c.Sampled++
 	return true
 }
+
+// MaxCompared is Options.MaxCompared: the samples an undecided candidate
+// fetches at most.
+func (d *Detector) MaxCompared() int { return d.o.MaxCompared }
 
 // WantsSamples reports whether some undecided candidate could use a sample
 // compared with origURL, a page just fetched on either of its sides: a copy

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -134,5 +135,108 @@ func TestRepresents(t *testing.T) {
 		if got := d.Represents(key, c.words); got != c.want {
 			t.Errorf("Represents(%d words, 40 systematic) = %v, want %v", c.words, got, c.want)
 		}
+	}
+}
+
+// The monitor's power against its own alternative: n verifications that all
+// miss a loss rate of q1 = 1 - p1 happen with probability (1 - q1)^n, at most
+// beta from PowerVerifications on and not before.
+func TestPowerVerifications(t *testing.T) {
+	for _, o := range []Options{DefaultOptions(), {MirrorShare: 0.9, OtherShare: 0.5, MissedMirror: 0.05}} {
+		n := PowerVerifications(o)
+		q1 := 1 - o.MirrorShare
+		if math.Pow(1-q1, float64(n)) > o.MissedMirror || math.Pow(1-q1, float64(n-1)) <= o.MissedMirror {
+			t.Errorf("%+v: %d verifications, miss probability %.4f (at %d: %.4f), beta %g",
+				o, n, math.Pow(1-q1, float64(n)), n-1, math.Pow(1-q1, float64(n-1)), o.MissedMirror)
+		}
+	}
+	if n := PowerVerifications(DefaultOptions()); n != 21 {
+		t.Errorf("defaults: %d, want 21 (ln 0.01 / ln 0.8 = 20.6)", n)
+	}
+}
+
+// skips returns how many of the next n URLs the decision would skip are
+// skipped (the others are verification picks).
+func skips(d *Detector, key string, n int) (skipped int, picks []int) {
+	for i := range n {
+		if d.Skip(key) {
+			skipped++
+		} else {
+			picks = append(picks, i)
+		}
+	}
+	return skipped, picks
+}
+
+// A loss event among the comparisons made before the decision starts the
+// verification stream with PowerVerifications picks in a row; without one
+// the stream is the first URL, then one in VerifyEvery. A loss event on a
+// page too short to represent its copy as the candidate's pairs typically
+// differ (Represents) does not count: such copies are fetched, not skipped.
+func TestMonitorPriorStartsTheStream(t *testing.T) {
+	const long, short = 1000, 40
+	run := func(prior func(d *Detector, key string)) []int {
+		d := NewDetector(Options{})
+		key := d.Propose("http://b.test/x/a.html", "http://a.test/y/a.html")
+		// Three compared pairs differing in 20 shingles each: Represents
+		// needs an original of at least 100 words.
+		for i := range 3 {
+			a, b := make([]uint64, 100), make([]uint64, 100)
+			for j := range a {
+				a[j], b[j] = uint64(1000*i+j), uint64(1000*i+j)
+			}
+			for j := range 10 {
+				b[j] = uint64(1e6 + 1000*i + j)
+			}
+			d.Similarities(key, a, b)
+		}
+		prior(d, key)
+		for range 10 {
+			d.Compare(key, true, false)
+		}
+		if c, _ := d.Candidate(key); !c.Decided {
+			t.Fatal("not decided")
+		}
+		d.MonitorPrior(key)
+		_, picks := skips(d, key, 60)
+		return picks
+	}
+	boosted := PowerVerifications(DefaultOptions())
+	cases := []struct {
+		name  string
+		prior func(d *Detector, key string)
+		picks int // picks among the first 60 skips
+	}{
+		{"no loss event", func(d *Detector, key string) {
+			for range 5 {
+				d.Prior(key, false, long)
+			}
+		}, 3}, // 0, 20, 40
+		{"a loss event on a long page", func(d *Detector, key string) {
+			d.Prior(key, false, long)
+			d.Prior(key, true, long)
+		}, boosted + 1}, // 0..20, then one in 20: 40
+		{"a loss event on a short page", func(d *Detector, key string) {
+			d.Prior(key, true, short)
+		}, 3},
+	}
+	for _, tc := range cases {
+		picks := run(tc.prior)
+		if len(picks) != tc.picks {
+			t.Errorf("%s: %d picks among 60 skips (%v), want %d", tc.name, len(picks), picks, tc.picks)
+		}
+		if len(picks) == 0 || picks[0] != 0 {
+			t.Errorf("%s: the first URL the decision would skip is not verified (%v)", tc.name, picks)
+		}
+	}
+}
+
+// Comparisons after the decision are not prior evidence: they are the
+// verification stream's (Monitor).
+func TestPriorOnlyBeforeTheDecision(t *testing.T) {
+	d, key := decided(t)
+	d.Prior(key, true, 1000)
+	if n := d.MonitorPrior(key); n != 0 {
+		t.Fatalf("a loss event recorded after the decision started %d verifications", n)
 	}
 }

@@ -63,27 +63,30 @@ func (d *Detector) Resemblance(key string, a, b []uint64) float64 {
 }
 
 // Similarities returns Resemblance and the plain Jaccard similarity of a and
-// b (what decides whether one page represents the other: Represented).
+// b (what decides whether one page represents the other: Represented), and
+// records their difference for the pairs to come.
 func (d *Detector) Similarities(key string, a, b []uint64) (resemblance, jaccard float64) {
+	resemblance, jaccard, diff := d.Measure(key, a, b)
+	d.RecordDifference(key, len(diff), diff)
+	return resemblance, jaccard
+}
+
+// Measure is Similarities without recording: it also returns the pair's
+// difference (the shingles in one set only, sorted), which
+// RecordDifference adds to the candidate's counts. A shared crawl measures
+// where the pages are and records the difference in every worker's
+// detector, in the order of the crawl's mirror log.
+func (d *Detector) Measure(key string, a, b []uint64) (resemblance, jaccard float64, diff []uint64) {
 	slices.Sort(a)
 	slices.Sort(b)
 	a, b = slices.Compact(a), slices.Compact(b)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	dc := d.diffs[key]
-	if dc == nil {
-		if d.diffs == nil {
-			d.diffs = map[string]*diffCounts{}
-		}
-		dc = &diffCounts{counts: map[uint64]uint16{}}
-		if len(d.diffs) < systematicCands {
-			d.diffs[key] = dc
-		} else {
-			dc.pairs = systematicTrack // not kept: nothing is recorded
-		}
+	var counts map[uint64]uint16
+	if dc := d.diffs[key]; dc != nil {
+		counts = dc.counts
 	}
-	inter, union, all := 0, 0, 0
-	var diff []uint64
+	inter, union := 0, 0
 	i, j := 0, 0
 	for i < len(a) || j < len(b) {
 		var v uint64
@@ -102,13 +105,40 @@ func (d *Detector) Similarities(key string, a, b []uint64) (resemblance, jaccard
 			continue
 		}
 		diff = append(diff, v)
-		all++
-		if dc.counts[v] < SystematicPairs {
+		if counts[v] < SystematicPairs {
 			union++
 		}
 	}
+	resemblance, jaccard = 1, 1
+	if union > 0 {
+		resemblance = float64(inter) / float64(union)
+	}
+	if inter+len(diff) > 0 {
+		jaccard = float64(inter) / float64(inter+len(diff))
+	}
+	return resemblance, jaccard, diff
+}
+
+// RecordDifference counts a compared pair's difference (Measure) for
+// candidate key: its size for Represents, its shingles towards the
+// systematic ones, for the candidate's first pairs (Tracking: past them
+// the shingles may be left out).
+func (d *Detector) RecordDifference(key string, size int, diff []uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dc := d.diffs[key]
+	if dc == nil {
+		if d.diffs == nil {
+			d.diffs = map[string]*diffCounts{}
+		}
+		if len(d.diffs) >= systematicCands {
+			return // not kept: nothing is recorded
+		}
+		dc = &diffCounts{counts: map[uint64]uint16{}}
+		d.diffs[key] = dc
+	}
 	if len(dc.sizes) < systematicTrack {
-		dc.sizes = append(dc.sizes, len(diff))
+		dc.sizes = append(dc.sizes, size)
 	}
 	if dc.pairs < systematicTrack {
 		dc.pairs++
@@ -121,14 +151,18 @@ func (d *Detector) Similarities(key string, a, b []uint64) (resemblance, jaccard
 			}
 		}
 	}
-	resemblance, jaccard = 1, 1
-	if union > 0 {
-		resemblance = float64(inter) / float64(union)
+}
+
+// Tracking reports whether candidate key still counts its pairs'
+// differences (RecordDifference records only its first pairs' shingles).
+func (d *Detector) Tracking(key string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dc := d.diffs[key]
+	if dc == nil {
+		return len(d.diffs) < systematicCands
 	}
-	if inter+all > 0 {
-		jaccard = float64(inter) / float64(inter+all)
-	}
-	return resemblance, jaccard
+	return dc.pairs < systematicTrack
 }
 
 // Represents reports whether a page of the given number of words still
@@ -147,6 +181,11 @@ func (d *Detector) Similarities(key string, a, b []uint64) (resemblance, jaccard
 func (d *Detector) Represents(key string, words int) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.representsLocked(key, words)
+}
+
+// representsLocked is Represents with d.mu held.
+func (d *Detector) representsLocked(key string, words int) bool {
 	dc := d.diffs[key]
 	if dc == nil || len(dc.sizes) < SystematicPairs {
 		return true

@@ -23,14 +23,16 @@ var htmlSource string
 // htmlTemplate is parsed once; a parsed template is immutable and safe for
 // concurrent use.
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"num":  formatInt,
-	"pct":  func(r float64) string { return strconv.FormatFloat(100*r, 'f', 1, 64) + "%" },
-	"f1":   func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
-	"f3":   func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) },
-	"pct1": cssPercent,
-	"half": func(v float64) float64 { return v / 2 },
-	"css":  cssClass,
-	"time": formatTime,
+	"num":   formatInt,
+	"pct":   func(r float64) string { return strconv.FormatFloat(100*r, 'f', 1, 64) + "%" },
+	"f1":    func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+	"f3":    func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) },
+	"pct1":  cssPercent,
+	"half":  func(v float64) float64 { return v / 2 },
+	"css":   cssClass,
+	"time":  formatTime,
+	"num64": func(n int64) string { return formatInt(int(n)) },
+	"dups":  duplicates,
 }).Parse(htmlSource))
 
 type card struct {

@@ -170,6 +170,13 @@ type Data struct {
 	Aliases *Aliases `json:"alias_hints,omitempty"`
 	// Changes summarizes the latest recrawl; absent before any.
 	Changes *Changes `json:"changes,omitempty"`
+	// Workers shows the workers of a crawl shared through Redis, in the
+	// live report of one of them; absent otherwise.
+	Workers *Workers `json:"workers,omitempty"`
+	// Unavailable, in the live report of a worker of a shared crawl, says
+	// why the crawl-wide data (Workers) could not be read from Redis:
+	// "crawl-wide data unavailable: <reason>"; absent otherwise.
+	Unavailable string `json:"unavailable,omitempty"`
 }
 
 // Aliases counts what rel=canonical and sitemap hints saved, and how often

@@ -37,6 +37,7 @@ func WriteText(w io.Writer, d *Data) error {
 	t.damage(n.Damage)
 	t.summary(n)
 	t.classes(n)
+	t.workers(n.Workers)
 	t.hosts(Hosts(n))
 	t.clusters(Clusters(n))
 	t.mirrors("MIRRORS", n.Mirrors)
@@ -132,6 +133,43 @@ func (t *textWriter) classes(d *Data) {
 		}
 		t.line("  %s %9d %6.1f%%  %s", pad(c, 20), v, pct, strings.Repeat("#", bar))
 	}
+}
+
+// workers writes the workers of a shared crawl: a line of counters per
+// worker, then its state and when it was last seen, its machine, pid and
+// data dir, and its lease checks.
+func (t *textWriter) workers(v *Workers) {
+	if v == nil {
+		return
+	}
+	t.heading(fmt.Sprintf("WORKERS (%d) of shared crawl %s: %d live, %d paused, %d left, %d dead",
+		len(v.Rows), truncateMiddle(v.Crawl, 24), v.Live, v.Paused, v.Left, v.Dead))
+	t.line("  records from %s", v.From)
+	t.line("  %s %8s %8s %7s %7s %7s %9s %s", pad("WORKER", 30), "PAGES", "REQUESTS", "UNIQUE", "DUPS", "ERRORS", "TEXTS", "STATE")
+	row := func(name string, c WorkerCounts, state string) {
+		t.line("  %s %8d %8d %7d %7d %7d %9s %s", pad(name, 30), c.Pages, c.Requests, c.ByClass[ClassUnique],
+			duplicates(c.ByClass), c.Errors, fmt.Sprintf("%d/%d", c.TextsAnswered, c.TextsFellBack), state)
+	}
+	for _, w := range v.Rows {
+		row(w.ID, w.WorkerCounts, w.State)
+		t.line("      %s", truncateMiddle(fmt.Sprintf("last seen %s, %s", formatTime(w.Heartbeat), w.StateText()), TextWidth-6))
+		t.line("      %s", truncateMiddle(fmt.Sprintf("%s · pid %d · %s", w.Host, w.PID, w.Dir), TextWidth-6))
+		t.line("      %s", leaseText(w.WorkerCounts))
+	}
+	row("TOTAL", v.Total, "")
+	t.line("      %s", leaseText(v.Total))
+}
+
+// leaseText is a worker's lease-check counts as the text report writes
+// them (WorkerCounts.LeaseChecks and after).
+func leaseText(c WorkerCounts) string {
+	return fmt.Sprintf("lease checks %d: %d gone, %d short, %d no answer; %d stale lease ends",
+		c.LeaseChecks, c.LeaseGone, c.LeaseShort, c.LeaseNoAnswer, c.StaleLeaseEnds)
+}
+
+// duplicates counts the exact and near duplicates among a worker's records.
+func duplicates(byClass map[string]int64) int64 {
+	return byClass[ClassExactDuplicate] + byClass[ClassNearDuplicate]
 }
 
 func (t *textWriter) hosts(rows []HostRow) {

@@ -11,6 +11,7 @@
 #                                 16 GB are available; =1 also runs simhash search at 10 M, +10 min)
 #   HORSESHOE_BENCH_KEEP=1        keep the run directory (profiles, logs, crawl data)
 #   HORSESHOE_BENCH_DOC=FILE      document to rewrite (default BENCHMARKS.md; empty: print only)
+#   HORSESHOE_BENCH_SCALE=0       skip the scale-out table at the end (scripts/bench-scale.sh, about 20 min)
 #
 # Needs root (or sudo) only to install nginx/wget/time when missing and to
 # listen on port 80 of 127.0.0.x: the corpus links to its hosts without a
@@ -136,3 +137,6 @@ echo "== growth: frontier + Badger 10k -> 3M queued URLs" >&2
 	echo "figures vary by about ±20% between runs. nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), $(wget --version | head -1 | cut -d' ' -f1-3)."
 } >"$RUN/notes.txt"
 "$RUN/benchtool" render -dir "$RUN" -doc "$DOC" -go-version "$("$GO" version | cut -d' ' -f3)"
+if [[ ${HORSESHOE_BENCH_SCALE:-1} != 0 ]]; then
+	bash scripts/bench-scale.sh
+fi

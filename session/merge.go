@@ -10,55 +10,92 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/crawl"
 	"github.com/horseshoe-crawler/horseshoe/export"
 	"github.com/horseshoe-crawler/horseshoe/report"
+	"github.com/horseshoe-crawler/horseshoe/storage"
 )
 
 // MergedReport is one report of the workers' data dirs: their pages, mirrors
 // and notes together, the counts summed, the crawl's span from the first
 // start to the last finish, complete when every worker saw it end.
+// The workers section shows the records the dirs kept (keptView).
 func MergedReport(dirs []string, cfg configs.Config) (*report.Data, error) {
-	var all *report.Data
+	c, err := crawl.ReportCurves(cfg.Dedup)
+	if err != nil {
+		return nil, err
+	}
+	var m merged
 	for _, dir := range dirs {
 		db, err := OpenExisting(dir)
 		if err != nil {
 			return nil, err
 		}
-		d, err := crawl.Report(db, cfg.Dedup)
+		err = m.add(db, c)
 		db.Close()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", dir, err)
 		}
-		if all == nil {
-			all = d
-			continue
-		}
-		s := &all.Stats
-		s.Pages += d.Stats.Pages
-		s.Requests += d.Stats.Requests
-		for c, n := range d.Stats.ByClass {
-			s.ByClass[c] += n
-		}
-		if d.Stats.Started.Before(s.Started) {
-			s.Started = d.Stats.Started
-		}
-		if d.Stats.Finished.After(s.Finished) {
-			s.Finished = d.Stats.Finished
-		}
-		s.Complete = s.Complete && d.Stats.Complete
-		all.Pages = append(all.Pages, d.Pages...)
-		all.Mirrors = append(all.Mirrors, d.Mirrors...)
-		all.ReplicatedPrefixes = append(all.ReplicatedPrefixes, d.ReplicatedPrefixes...)
-		all.HostNotes = append(all.HostNotes, d.HostNotes...)
-		all.IrrelevantParams = append(all.IrrelevantParams, d.IrrelevantParams...)
-		all.Damage = append(all.Damage, d.Damage...)
 	}
+	return m.result(), nil
+}
+
+// merged collects the reports of data dirs into one (MergedReport).
+type merged struct {
+	all  *report.Data
+	kept []keptWorker
+}
+
+// add adds the report of the store db, with the curves c.
+func (m *merged) add(db *storage.DB, c crawl.Curves) error {
+	d, err := crawl.ReportWith(db, c)
+	if err != nil {
+		return err
+	}
+	k, err := keptWorkers(db)
+	if err != nil {
+		return err
+	}
+	m.kept = append(m.kept, k...)
+	if m.all == nil {
+		m.all = d
+		return nil
+	}
+	all := m.all
+	s := &all.Stats
+	s.Pages += d.Stats.Pages
+	s.Requests += d.Stats.Requests
+	for c, n := range d.Stats.ByClass {
+		s.ByClass[c] += n
+	}
+	if d.Stats.Started.Before(s.Started) {
+		s.Started = d.Stats.Started
+	}
+	if d.Stats.Finished.After(s.Finished) {
+		s.Finished = d.Stats.Finished
+	}
+	s.Complete = s.Complete && d.Stats.Complete
+	all.Pages = append(all.Pages, d.Pages...)
+	all.Mirrors = append(all.Mirrors, d.Mirrors...)
+	all.ReplicatedPrefixes = append(all.ReplicatedPrefixes, d.ReplicatedPrefixes...)
+	all.HostNotes = append(all.HostNotes, d.HostNotes...)
+	all.IrrelevantParams = append(all.IrrelevantParams, d.IrrelevantParams...)
+	all.Damage = append(all.Damage, d.Damage...)
+	return nil
+}
+
+// result is the merged report: repeats dropped, the workers section and
+// the host count of all the dirs.
+func (m *merged) result() *report.Data {
+	all := m.all
+	all.Workers = keptView(m.kept)
 	dropRepeats(all)
 	dropStaleSkips(all)
+	dropRepeatedNotes(all)
+	all.Mirrors, all.ReplicatedPrefixes = mergeMirrors(all.Mirrors), mergeMirrors(all.ReplicatedPrefixes)
 	hosts := map[string]bool{}
 	for i := range all.Pages {
 		hosts[report.PageHost(&all.Pages[i])] = true
 	}
 	all.Stats.Hosts = len(hosts)
-	return all, nil
+	return all
 }
 
 // MergedExport writes the export of each data dir in turn to w: JSONL
@@ -109,6 +146,37 @@ func dropRepeats(d *report.Data) {
 		kept = append(kept, p)
 	}
 	d.Pages = kept
+}
+
+// dropRepeatedNotes keeps one of equal host notes (a Crawl-delay capped is
+// noted by each worker that read the host's robots.txt) and one
+// rule per host and parameter (the withdrawn one, else the one with most
+// evidence: each worker stores the rules it changed).
+func dropRepeatedNotes(d *report.Data) {
+	notes := map[report.HostNote]bool{}
+	keptNotes := d.HostNotes[:0]
+	for _, n := range d.HostNotes {
+		if !notes[n] {
+			notes[n] = true
+			keptNotes = append(keptNotes, n)
+		}
+	}
+	d.HostNotes = keptNotes
+	at := map[[2]string]int{}
+	keptRules := d.IrrelevantParams[:0]
+	for _, r := range d.IrrelevantParams {
+		k := [2]string{r.Host, r.Param}
+		i, ok := at[k]
+		if !ok {
+			at[k] = len(keptRules)
+			keptRules = append(keptRules, r)
+			continue
+		}
+		if o := keptRules[i]; (r.Withdrawn && !o.Withdrawn) || (r.Withdrawn == o.Withdrawn && r.Pairs > o.Pairs) {
+			keptRules[i] = r
+		}
+	}
+	d.IrrelevantParams = keptRules
 }
 
 // dropStaleSkips drops the skip records (mirror_skipped without a request)
@@ -175,7 +243,7 @@ func ReportDir(dir string, cfg configs.Config, write func(*report.Data) error) e
 		return err
 	}
 	defer db.Close()
-	d, err := crawl.Report(db, cfg.Dedup)
+	d, err := Report(db, cfg)
 	if err != nil {
 		return err
 	}
@@ -183,4 +251,53 @@ func ReportDir(dir string, cfg configs.Config, write func(*report.Data) error) e
 		return err
 	}
 	return DamageError(dir, db, "the report shows what could be read")
+}
+
+// Report is the report of the crawl in db (`crawler report`, `crawler
+// serve`): its pages, the curves of cfg's detector, and the workers section
+// from the records db keeps (a worker of a shared crawl).
+func Report(db *storage.DB, cfg configs.Config) (*report.Data, error) {
+	d, err := crawl.Report(db, cfg.Dedup)
+	if err != nil {
+		return nil, err
+	}
+	kept, err := keptWorkers(db)
+	if err != nil {
+		return nil, err
+	}
+	d.Workers = keptView(kept)
+	return d, nil
+}
+
+// mergeMirrors lists each mirror once: every worker of a shared crawl
+// reports the decisions of the crawl's mirror log, with the requests its
+// own skips saved and the samples it fetched (summed); the rest of the
+// evidence is the log's, the same in each (the largest is kept).
+func mergeMirrors(ms []report.Mirror) []report.Mirror {
+	type pair struct{ host, prefix, of, ofPrefix string }
+	at := map[pair]int{}
+	out := ms[:0:0]
+	for _, m := range ms {
+		k := pair{m.Host, m.Prefix, m.MirrorOf, m.OriginalPrefix}
+		i, ok := at[k]
+		if !ok {
+			at[k] = len(out)
+			out = append(out, m)
+			continue
+		}
+		o := &out[i]
+		o.RequestsSaved += m.RequestsSaved
+		o.Samples += m.Samples
+		if m.PathsCompared > o.PathsCompared {
+			o.PathsCompared, o.PathsMatched, o.Score = m.PathsCompared, m.PathsMatched, m.Score
+		}
+		if m.Verified > o.Verified {
+			o.Verified, o.VerifyMatched = m.Verified, m.VerifyMatched
+		}
+		o.GapProbes, o.GapHits = max(o.GapProbes, m.GapProbes), max(o.GapHits, m.GapHits)
+		if m.LinksCompared > o.LinksCompared {
+			o.LinksCompared, o.LinksMatched = m.LinksCompared, m.LinksMatched
+		}
+	}
+	return out
 }

@@ -224,7 +224,7 @@ func (s *Session) Close() error {
 	var pages int64
 	var err error
 	if s.crawl != nil {
-		snap := s.crawl.Engine.Snapshot()
+		snap := s.crawl.Engine.Counts() // not the queue: a shared crawl's is in Redis
 		pages = snap.Pages
 		s.crawl.Close()
 		// The engine stores its request count with each page; a

@@ -28,6 +28,15 @@ const (
 	// says so when opened was not closed by its last run, and MetaPagesSpent
 	// may be behind.
 	MetaRunOpen = "run_open"
+	// MetaKeeper names the data dir in a crawl shared through Redis: the
+	// id under which its worker answers for its pages' texts
+	// (cluster/redisstate/text.go).
+	MetaKeeper = "keeper"
+	// MetaWorkers holds, in a crawl shared through Redis, the records of
+	// the workers that ran on the data dir, each as it left (JSON, an array
+	// of session's keptWorker: one per run), so that a report of the data
+	// dirs alone shows the crawl's workers.
+	MetaWorkers = "workers"
 )
 
 // MetaInt returns the decimal metadata value name; ok is false when there is

@@ -28,8 +28,8 @@ type Batch struct {
 	enqueue []frontier.Item
 	push    []frontier.Item
 	writes  []func(ctx context.Context, p redis.Pipeliner)
-	done    func(ctx context.Context, p redis.Pipeliner)
-	finish  func()
+	done    func(ctx context.Context, p redis.Pipeliner) *redis.Cmd
+	finish  func(left bool)
 }
 
 // NewBatch starts a batch whose new URLs take ids from ids.
@@ -47,11 +47,26 @@ func (b *Batch) Items() []frontier.Item { return b.enqueue }
 // parameters).
 func (b *Batch) Push(it frontier.Item) { b.push = append(b.push, it) }
 
-// Done ends the lease of a popped item (raw as Pop returned it) of member m.
+// Done ends the lease of a popped item (raw as Pop returned it) of member m,
+// under the lease m holds on its partition now (as Member.Done).
 func (b *Batch) Done(m *Member, host, raw string) {
-	key := b.c.inflightKey(b.c.PartitionOf(host))
-	b.done = func(ctx context.Context, p redis.Pipeliner) { doneScript.EvalSha(ctx, p, []string{key}, raw) }
-	b.finish = func() { m.Finished(host) }
+	b.doneUnder(m, m.epochOf(b.c.PartitionOf(host)), host, raw)
+}
+
+// doneUnder is Done under the lease epoch the item was popped under: its
+// in-flight record is left when the partition was taken since (doneScript).
+func (b *Batch) doneUnder(m *Member, epoch int64, host, raw string) {
+	part := b.c.PartitionOf(host)
+	keys := []string{b.c.inflightKey(part), b.c.epochKey(part)}
+	b.done = func(ctx context.Context, p redis.Pipeliner) *redis.Cmd {
+		return doneScript.EvalSha(ctx, p, keys, raw, epoch)
+	}
+	b.finish = func(left bool) {
+		if left {
+			m.staleEnds.Add(1)
+		}
+		m.Finished(host)
+	}
 }
 
 func (c *Crawl) evidenceKey(kind string) string { return "hs:{" + c.name + "/e}:" + kind }
@@ -116,6 +131,7 @@ func (b *Batch) Commit(ctx context.Context) (added []bool, err error) {
 		}
 	}
 	var order [][]int
+	var done *redis.Cmd
 	fill := func(p redis.Pipeliner, withDone bool) {
 		order = c.enqueueCmds(ctx, p, b.enqueue)
 		c.pushCmds(ctx, p, b.push)
@@ -123,7 +139,7 @@ func (b *Batch) Commit(ctx context.Context) (added []bool, err error) {
 			w(ctx, p)
 		}
 		if withDone && b.done != nil {
-			b.done(ctx, p)
+			done = b.done(ctx, p)
 		}
 	}
 	_, cluster := c.rdb.(*redis.ClusterClient)
@@ -153,12 +169,12 @@ func (b *Batch) Commit(ctx context.Context) (added []bool, err error) {
 		return nil, err
 	}
 	if cluster && b.done != nil {
-		if _, err := c.pipelined(ctx, "done", func(p redis.Pipeliner) { b.done(ctx, p) }); err != nil {
+		if _, err := c.pipelined(ctx, "done", func(p redis.Pipeliner) { done = b.done(ctx, p) }); err != nil {
 			return nil, err
 		}
 	}
 	if b.finish != nil {
-		b.finish()
+		b.finish(done.Val() == int64(-1))
 	}
 	return added, nil
 }
@@ -171,6 +187,7 @@ for i = 0, #ARGV / 2 - 1 do
   redis.call('RPUSH', KEYS[2 + i], ARGV[1 + 2*i])
   redis.call('SADD', KEYS[1], ARGV[2 + 2*i])
 end
+if #ARGV > 0 then redis.call('INCRBY', string.sub(KEYS[1], 1, -6) .. 'n', #ARGV / 2) end
 return #ARGV / 2
 `)
 

@@ -18,10 +18,17 @@ import (
 // went through, the end of the lease. Either way a crash in between leaves
 // the item in flight, to be fetched again by the partition's next holder; its
 // links are then found seen.
+// The lease ends under the lease m holds on the item's partition now
+// (Batch.Done).
 func (c *Crawl) Commit(ctx context.Context, m *Member, ids *IDs, it *frontier.Item, raw string, links []frontier.Item) (added []bool, err error) {
+	return c.commitUnder(ctx, m, ids, it, m.epochOf(c.PartitionOf(it.Host)), raw, links)
+}
+
+// commitUnder is Commit under the lease epoch the item was popped under.
+func (c *Crawl) commitUnder(ctx context.Context, m *Member, ids *IDs, it *frontier.Item, epoch int64, raw string, links []frontier.Item) (added []bool, err error) {
 	b := c.NewBatch(ids)
 	b.Enqueue(links...)
-	b.Done(m, it.Host, raw)
+	b.doneUnder(m, epoch, it.Host, raw)
 	if added, err = b.Commit(ctx); err != nil {
 		return nil, err
 	}

@@ -15,6 +15,14 @@ import (
 // certificate checked against roots, or the system's when roots is nil), and
 // a Cluster as redis://HOST:PORT?addr=HOST2:PORT2&addr=... (go-redis's
 // ParseClusterURL). The password is never in an error message.
+//
+// A command's context bounds its network calls (ContextTimeoutEnabled): a
+// Redis that hangs (stopped, overloaded) costs a caller no more than its
+// context's deadline, not the read timeout times the retries. The read and
+// write timeouts stay go-redis's (3 s, or the URL's read_timeout and
+// write_timeout): longer than any of the crawl's scripts; a blocking command
+// sent alone has its block added to the read timeout by go-redis, and one
+// sent in a pipeline blocks for less than it (Crawl.maxBlock).
 func Connect(ctx context.Context, rawURL string, roots *tls.Config) (redis.UniversalClient, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -27,6 +35,7 @@ func Connect(ctx context.Context, rawURL string, roots *tls.Config) (redis.Unive
 			return nil, fmt.Errorf("redis URL %s: %s", redact(u), redactErr(err, rawURL))
 		}
 		o.TLSConfig = withRoots(o.TLSConfig, roots)
+		o.ContextTimeoutEnabled = true
 		rdb = redis.NewClusterClient(o)
 	} else {
 		o, err := redis.ParseURL(rawURL)
@@ -34,6 +43,7 @@ func Connect(ctx context.Context, rawURL string, roots *tls.Config) (redis.Unive
 			return nil, fmt.Errorf("redis URL %s: %s", redact(u), redactErr(err, rawURL))
 		}
 		o.TLSConfig = withRoots(o.TLSConfig, roots)
+		o.ContextTimeoutEnabled = true
 		rdb = redis.NewClient(o)
 	}
 	if err := rdb.Ping(ctx).Err(); err != nil {

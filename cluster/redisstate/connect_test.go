@@ -47,3 +47,47 @@ func TestConnectPasswordTLS(t *testing.T) {
 		t.Fatalf("plain TCP to a TLS port: %v", err)
 	}
 }
+
+// A hung Redis (its process stopped with SIGSTOP: connections open, no
+// answer) costs a command no more than its context's deadline: a worker's
+// deadlines hold. Without ContextTimeoutEnabled the command waits for the
+// read timeout (3 s) and its retries.
+func TestHungRedisBoundedByContext(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
+	ctx := context.Background()
+	rdb, err := Connect(ctx, srv.URL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	c, err := Open(ctx, rdb, "hung", Options{Partitions: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Freeze()
+	for _, call := range []struct {
+		name string
+		do   func(context.Context) error
+	}{
+		{"GET", func(ctx context.Context) error { return rdb.Get(ctx, "k").Err() }},
+		{"a script (enqueue)", func(ctx context.Context) error {
+			_, err := c.Enqueue(ctx, c.NewIDs(), items("http://a.example/"))
+			return err
+		}},
+		{"a pipeline (queued count)", func(ctx context.Context) error { _, err := c.QueuedAll(ctx); return err }},
+	} {
+		cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		start := time.Now()
+		err := call.do(cctx)
+		took := time.Since(start)
+		cancel()
+		t.Logf("%s against a hung Redis: %v after %v", call.name, err, took)
+		if err == nil || took > time.Second {
+			t.Errorf("%s with a 200 ms context against a hung Redis: %v after %v", call.name, err, took)
+		}
+	}
+	srv.Thaw()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		t.Fatalf("after the server resumed: %v", err)
+	}
+}

@@ -176,6 +176,24 @@ func decodeRecord(rec string, cd *Candidate) error {
 // an exact duplicate nor a supershingle candidate outside considered (ids the
 // caller has settled already as not duplicates). One round trip.
 func (c *Crawl) CheckAndAdd(ctx context.Context, pg *IndexPage, considered []Candidate, o DedupOptions) (Result, error) {
+	keys, args := c.checkAndAddArgs(pg, considered, o)
+	v, err := c.run(ctx, "check-and-add", checkAndAddScript, keys, args...)
+	if err != nil {
+		return Result{}, err
+	}
+	return checkAndAddResult(pg, v)
+}
+
+// checkAndAddCmd queues CheckAndAdd's script call in pipe (its first round
+// sent with other commands: Index.CheckAndAddPrefetch); checkAndAddResult
+// reads its reply.
+func (c *Crawl) checkAndAddCmd(ctx context.Context, pipe redis.Pipeliner, pg *IndexPage, o DedupOptions) *redis.Cmd {
+	keys, args := c.checkAndAddArgs(pg, nil, o)
+	return checkAndAddScript.EvalSha(ctx, pipe, keys, args...)
+}
+
+// checkAndAddArgs are the script's keys and arguments.
+func (c *Crawl) checkAndAddArgs(pg *IndexPage, considered []Candidate, o DedupOptions) ([]string, []any) {
 	o = o.withDefaults()
 	ek, ef := c.exactSlot(pg.Exact)
 	keys := make([]string, 0, 3+len(pg.Keys))
@@ -194,10 +212,11 @@ func (c *Crawl) CheckAndAdd(ctx context.Context, pg *IndexPage, considered []Can
 		keys = append(keys, sk)
 		args = append(args, sf)
 	}
-	v, err := c.run(ctx, "check-and-add", checkAndAddScript, keys, args...)
-	if err != nil {
-		return Result{}, err
-	}
+	return keys, args
+}
+
+// checkAndAddResult reads the script's reply v for pg.
+func checkAndAddResult(pg *IndexPage, v any) (Result, error) {
 	reply, ok := v.([]any)
 	if !ok || len(reply) == 0 {
 		return Result{}, fmt.Errorf("redisstate: check-and-add: unexpected reply %v", v)
@@ -246,11 +265,19 @@ type Settle func(cands []Candidate) (original uint64, ok bool)
 // original), exact an exact one; both false means pg was added. It gives up
 // (an error) after maxRounds calls, each of which found new candidates.
 func (c *Crawl) Decide(ctx context.Context, pg *IndexPage, settle Settle, o DedupOptions) (exact, near bool, original uint64, err error) {
+	return c.decideFrom(ctx, pg, settle, o, nil)
+}
+
+// decideFrom is Decide whose first round's result is first when not nil
+// (its call sent already).
+func (c *Crawl) decideFrom(ctx context.Context, pg *IndexPage, settle Settle, o DedupOptions, first *Result) (exact, near bool, original uint64, err error) {
 	var considered []Candidate
 	const maxRounds = 8
 	for round := 0; round < maxRounds; round++ {
-		r, err := c.CheckAndAdd(ctx, pg, considered, o)
-		if err != nil {
+		var r Result
+		if round == 0 && first != nil {
+			r = *first
+		} else if r, err = c.CheckAndAdd(ctx, pg, considered, o); err != nil {
 			return false, false, 0, err
 		}
 		switch {

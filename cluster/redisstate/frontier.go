@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -35,10 +38,19 @@ type Frontier struct {
 	hold   time.Duration
 	logger *slog.Logger
 	onNew  func(string)
+	queued queuedCount // Stats's count of the crawl's queue, reused a while
 
 	mu       sync.Mutex
 	hosts    map[string]*fhost
 	parts    map[int]*fpart
+	all      []string          // the hosts of parts, in partition order (partitionHosts); never changed in place
+	allStale bool              // parts changed since all was built
+	pushSeq  uint64            // Pushes so far
+	pushedAt map[string]uint64 // a host's last Push (pushSeq then)
+	held     []bool            // heldParts: the partitions held, by number; never changed in place
+	heldList []int             // the same as a list
+	heldCh   <-chan struct{}   // the Member's Changed when they were read
+	heldAt   time.Time         // and when
 	leased   map[*frontier.Item]*fleased
 	seq      map[string]uint64
 	active   int
@@ -49,6 +61,12 @@ type Frontier struct {
 	lastErr  error
 	emptyFor int       // consecutive idle checks that found the crawl empty
 	doneAt   time.Time // the last of them
+	spentAt  time.Time // when a pop last found the crawl's page budget spent (budget.go)
+	fence    fenceStats
+	unsure   unsure         // what Redis was sent and did not confirm (reconcile.go)
+	ending   map[string]int // leases being ended by Finish (token NUL raw): not orphans
+	ipSeq    atomic.Uint64  // IP reservations made: each has a token of its own
+	releases []*ipRelease   // IP releases kept for the next round trip (release.go)
 }
 
 type fhost struct {
@@ -59,6 +77,7 @@ type fhost struct {
 	politeKey  string
 	pending    bool // AwaitPoliteKey: not leased until SetPoliteKey
 	busy       bool
+	popping    bool // a pop is under way (busy too): its item may be in flight before it is leased here
 	dead       bool
 }
 
@@ -68,13 +87,23 @@ type fpart struct {
 }
 
 type fleased struct {
-	raw string
-	res *Reservation
+	raw        string
+	res        *Reservation
+	reservedAt time.Time // when res was taken
+	token      string    // the lease it was popped under (CheckLease, put back, the end of the lease)
+}
+
+// epoch is the epoch of the lease the item was popped under (its token is
+// "worker epoch"; a worker id has no space): the end of its lease (commit,
+// Finish) is fenced by it.
+func (l *fleased) epoch() int64 {
+	e, _ := strconv.ParseInt(l.token[strings.LastIndexByte(l.token, ' ')+1:], 10, 64)
+	return e
 }
 
 // FrontierOptions configure a worker's frontier.
 type FrontierOptions struct {
-	frontier.Options               // Delay, AdaptiveFactor, MaxDelay, back-off, MaxFailures (budgets are not shared: unused)
+	frontier.Options               // Delay, AdaptiveFactor, MaxDelay, back-off, MaxFailures, the page budgets (crawl-wide: budget.go)
 	Hold             time.Duration // the longest a request holds its IP's clock (default 2 min)
 	// OnNewHost is called once for each host this worker meets in its
 	// partitions (queued by any worker), with the host held as by
@@ -94,7 +123,7 @@ func (c *Crawl) NewFrontier(m *Member, o FrontierOptions) *Frontier {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Frontier{c: c, m: m, o: fo, hold: o.Hold, logger: o.Logger, onNew: o.OnNewHost,
-		hosts: map[string]*fhost{}, parts: map[int]*fpart{}, leased: map[*frontier.Item]*fleased{},
+		hosts: map[string]*fhost{}, parts: map[int]*fpart{}, pushedAt: map[string]uint64{}, leased: map[*frontier.Item]*fleased{},
 		seq: map[string]uint64{}, wake: make(chan struct{}, 1)}
 }
 
@@ -123,29 +152,38 @@ func (f *Frontier) Err() error {
 
 // partitionHosts returns the hosts with queued items of the partitions held
 // (and not being given up), each partition's list refreshed at most every
-// 500 ms, all stale ones in one round trip.
-func (f *Frontier) partitionHosts(ctx context.Context) ([]string, error) {
+// 500 ms, all stale ones in one round trip, and where to start in it (a
+// random rotation: every host gets its turn). Between refreshes a partition's
+// list gains the hosts this worker queues (Push) and loses those found empty
+// (forget). The list is the one cached in f.all, rebuilt only when a
+// partition's list changed or a partition came or went, not on every call
+// (with 1,000 hosts the rebuild was a tenth of a worker's CPU); the caller
+// must not change it.
+func (f *Frontier) partitionHosts(ctx context.Context) (hosts []string, start int, err error) {
 	now := time.Now()
-	held := map[int]bool{}
+	held, heldList := f.heldParts(now)
 	var stale []int
-	f.m.mu.Lock()
-	for p := range f.m.owned {
-		if !f.m.draining[p] {
-			held[p] = true
-		}
-	}
-	f.m.mu.Unlock()
 	f.mu.Lock()
 	for part := range f.parts {
 		if !held[part] {
 			delete(f.parts, part)
+			f.allStale = true
 		}
 	}
-	for p := range held {
-		if fp := f.parts[p]; fp == nil || now.Sub(fp.fetched) > 500*time.Millisecond {
+	for _, p := range heldList {
+		fp := f.parts[p]
+		if fp == nil || now.Sub(fp.fetched) > 500*time.Millisecond {
 			stale = append(stale, p)
+			// Claimed: the other goroutines use the list as it is
+			// until this refresh is in.
+			if fp == nil {
+				f.parts[p] = &fpart{fetched: now}
+			} else {
+				fp.fetched = now
+			}
 		}
 	}
+	seq := f.pushSeq
 	f.mu.Unlock()
 	if len(stale) > 0 {
 		cmds, err := f.c.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
@@ -155,30 +193,83 @@ func (f *Frontier) partitionHosts(ctx context.Context) ([]string, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, wrap("hosts", err)
+			return nil, 0, wrap("hosts", err)
 		}
 		f.mu.Lock()
 		for i, p := range stale {
-			hosts := cmds[i].(*redis.StringSliceCmd).Val()
-			sort.Strings(hosts)
-			f.parts[p] = &fpart{hosts: hosts, fetched: now}
+			f.setPartHosts(p, cmds[i].(*redis.StringSliceCmd).Val(), seq, now)
 		}
 		f.mu.Unlock()
 	}
-	var out []string
 	f.mu.Lock()
-	for p := range held {
-		if fp := f.parts[p]; fp != nil {
-			out = append(out, fp.hosts...)
+	defer f.mu.Unlock()
+	if f.allStale {
+		f.all = f.all[:0:0] // a new array: lists handed out stay as they were
+		parts := make([]int, 0, len(f.parts))
+		for p := range f.parts {
+			parts = append(parts, p)
 		}
+		sort.Ints(parts)
+		for _, p := range parts {
+			f.all = append(f.all, f.parts[p].hosts...)
+		}
+		f.allStale = false
+	}
+	if n := len(f.all); n > 1 {
+		start = rand.IntN(n)
+	}
+	return f.all, start, nil
+}
+
+// heldParts returns the partitions held and not being given up, as a set
+// and a list: read from the Member at most every 100 ms unless its leases
+// changed (this runs on every Next; a partition that began draining
+// meanwhile is found so by the pop, and its hosts forgotten).
+func (f *Frontier) heldParts(now time.Time) ([]bool, []int) {
+	changed := f.m.Changed()
+	f.mu.Lock()
+	if f.heldCh == changed && now.Sub(f.heldAt) < 100*time.Millisecond {
+		defer f.mu.Unlock()
+		return f.held, f.heldList
 	}
 	f.mu.Unlock()
-	// A random rotation: every host gets its turn.
-	if n := len(out); n > 1 {
-		k := rand.IntN(n)
-		out = append(out[k:], out[:k]...)
+	held := make([]bool, f.c.partitions)
+	var list []int
+	f.m.mu.Lock()
+	for p := range f.m.owned {
+		if !f.m.draining[p] {
+			held[p] = true
+			list = append(list, p)
+		}
 	}
-	return out, nil
+	f.m.mu.Unlock()
+	f.mu.Lock()
+	f.held, f.heldList, f.heldCh, f.heldAt = held, list, changed, now
+	f.mu.Unlock()
+	return held, list
+}
+
+// setPartHosts caches hosts (SMEMBERS of partition p's host set, sent when
+// the Push count was seq) as p's list, keeping the hosts pushed since: their
+// items were queued after the read. Called with f.mu held.
+func (f *Frontier) setPartHosts(p int, hosts []string, seq uint64, now time.Time) {
+	sort.Strings(hosts)
+	old := f.parts[p]
+	if old != nil {
+		n := len(hosts)
+		for _, h := range old.hosts {
+			if _, found := slices.BinarySearch(hosts[:n], h); !found && f.pushedAt[h] > seq {
+				hosts = append(hosts, h)
+			}
+		}
+		if len(hosts) > n {
+			sort.Strings(hosts)
+		}
+	}
+	if old == nil || !slices.Equal(old.hosts, hosts) {
+		f.allStale = true
+	}
+	f.parts[p] = &fpart{hosts: hosts, fetched: now}
 }
 
 // Next blocks until an item may be fetched and leases it, or returns
@@ -225,6 +316,11 @@ func (f *Frontier) Next(ctx context.Context) (*frontier.Item, error) {
 		if it != nil {
 			return it, nil
 		}
+		if err == nil && f.releasesKept() {
+			// No pop took them: their hosts (busy until then) may be ready.
+			f.sendReleases(ctx)
+			continue
+		}
 		t := time.NewTimer(max(wait, time.Millisecond))
 		select {
 		case <-ctx.Done():
@@ -240,7 +336,18 @@ func (f *Frontier) Next(ctx context.Context) (*frontier.Item, error) {
 // be ready (-1: no host has anything queued). A host is claimed (busy) while
 // it is tried, so that the worker's other goroutines do not try it too.
 func (f *Frontier) tryLease(ctx context.Context) (*frontier.Item, time.Duration, error) {
-	hosts, err := f.partitionHosts(ctx)
+	f.refundRequeued(ctx)
+	if f.reconcileDue() {
+		if err := f.reconcile(ctx); errors.Is(err, ErrUnavailable) {
+			return nil, 0, err // Next waits and says why
+		} else if err != nil {
+			f.logger.Warn("cannot reconcile after lost Redis replies (tried again in 500 ms)", "err", err)
+		}
+	}
+	if f.budgetSpent() {
+		return nil, -1, nil // until a page is given back, or the crawl is done
+	}
+	hosts, start, err := f.partitionHosts(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -250,7 +357,8 @@ func (f *Frontier) tryLease(ctx context.Context) (*frontier.Item, time.Duration,
 			wait = d
 		}
 	}
-	for _, h := range hosts {
+	for i := range hosts {
+		h := hosts[(start+i)%len(hosts)]
 		f.mu.Lock()
 		hs, known := f.hosts[h]
 		if !known {
@@ -262,6 +370,23 @@ func (f *Frontier) tryLease(ctx context.Context) (*frontier.Item, time.Duration,
 				f.mu.Lock()
 			}
 		}
+		if hs.dead && !hs.busy {
+			hs.busy, hs.popping = true, true
+			since := f.pushSeq
+			f.mu.Unlock()
+			it, err := f.drainPop(ctx, h)
+			if it != nil {
+				return it, 0, nil
+			}
+			f.mu.Lock()
+			hs.busy, hs.popping = false, false
+			f.mu.Unlock()
+			if err != nil {
+				return nil, 0, err
+			}
+			f.forget(h, since) // drained, or the partition went
+			continue
+		}
 		now := time.Now()
 		skip := hs.busy || hs.dead || hs.pending
 		if skip && !hs.dead {
@@ -272,9 +397,9 @@ func (f *Frontier) tryLease(ctx context.Context) (*frontier.Item, time.Duration,
 			skip = true
 		}
 		if !skip {
-			hs.busy = true
+			hs.busy, hs.popping = true, true
 		}
-		key := hs.politeKey
+		key, since := hs.politeKey, f.pushSeq
 		f.mu.Unlock()
 		if skip {
 			continue
@@ -284,7 +409,7 @@ func (f *Frontier) tryLease(ctx context.Context) (*frontier.Item, time.Duration,
 			return it, 0, nil
 		}
 		f.mu.Lock()
-		hs.busy = false
+		hs.busy, hs.popping = false, false
 		if w > 0 {
 			hs.notBefore = laterOf(hs.notBefore, time.Now().Add(w))
 		}
@@ -295,11 +420,14 @@ func (f *Frontier) tryLease(ctx context.Context) (*frontier.Item, time.Duration,
 		if w > 0 {
 			soon(w)
 		} else if !lease {
-			f.forget(h) // its queue is empty, or the partition went
+			f.forget(h, since) // its queue is empty, or the partition went
 		}
 	}
 	return nil, wait, nil
 }
+
+// staleWait is how long a host waits for its partition's late renewal.
+const staleWait = 50 * time.Millisecond
 
 // reservePop takes the IP's clock and pops the head of host's queue in one
 // round trip (one pipeline: the two keys are in different slots). When the
@@ -310,25 +438,30 @@ func (f *Frontier) tryLease(ctx context.Context) (*frontier.Item, time.Duration,
 func (f *Frontier) reservePop(ctx context.Context, key, host string) (it *frontier.Item, lease bool, wait time.Duration, err error) {
 	c, m := f.c, f.m
 	p := c.PartitionOf(host)
-	m.mu.Lock()
-	l, held := m.owned[p]
-	if held && m.draining[p] {
-		held = false
+	l, held, stale := m.forPop(p)
+	if stale {
+		return nil, true, staleWait, nil // the host stays; tried again once renewed
 	}
-	if held {
-		m.inflight[p]++
-	}
-	m.mu.Unlock()
 	if !held {
 		return nil, false, 0, nil
 	}
-	token := m.id + " " + host
+	token := m.id + " " + host + " " + strconv.FormatUint(f.ipSeq.Add(1), 36) // this reservation's alone (reconcile.go)
+	budget := f.o.MaxPages > 0
+	rs := f.takeReleases() // the releases kept ride in front (release.go)
+	var rcmds []*redis.Cmd
 	cmds, err := c.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		rcmds = f.queueReleases(ctx, pipe, rs)
 		ipReserveScript.EvalSha(ctx, pipe, []string{c.ipKey(key)}, max(f.hold.Milliseconds(), 1), token)
-		popScript.EvalSha(ctx, pipe, []string{c.leaseKey(p), c.queueKey(p, host), c.hostsKey(p), c.inflightKey(p)}, l.token, host)
+		if budget {
+			budgetScript.EvalSha(ctx, pipe, []string{c.budgetKey()}, f.o.MaxPages)
+		}
+		popScript.EvalSha(ctx, pipe, []string{c.leaseKey(p), c.queueKey(p, host), c.hostsKey(p), c.inflightKey(p),
+			c.hostBudgetKey(p), c.hostFailKey(p)}, l.token, host, max(f.o.MaxPagesPerHost, 0), "1")
 		return nil
 	})
-	if len(cmds) != 2 {
+	f.releasesSent(ctx, rs, rcmds, err)
+	cmds = cmds[min(len(rs), len(cmds)):]
+	if want := 2 + btoi(budget); len(cmds) != want {
 		m.doneLocal(p)
 		return nil, false, 0, wrap("lease", err)
 	}
@@ -342,7 +475,19 @@ func (f *Frontier) reservePop(ctx context.Context, key, host string) (it *fronti
 		}
 	}
 	res, w, isHeld, rerr := reserveReply(cmds[0].(*redis.Cmd))
-	raw, perr := cmds[1].(*redis.Cmd).Text()
+	if uncertain(rerr) {
+		f.lostIP(&Reservation{ip: key, token: token}, 0) // no request went under it
+	}
+	reserved, berr := true, error(nil)
+	if budget {
+		var b int64
+		b, berr = cmds[1].(*redis.Cmd).Int64()
+		reserved = berr == nil && b == 1
+	}
+	raw, failures, perr := popReply(cmds[len(cmds)-1].(*redis.Cmd))
+	if uncertain(perr) {
+		f.lostPop(p)
+	}
 	popped := perr == nil
 	if errors.Is(perr, redis.Nil) {
 		perr = nil
@@ -357,35 +502,52 @@ func (f *Frontier) reservePop(ctx context.Context, key, host string) (it *fronti
 	undo := func() error {
 		var err error
 		if popped {
-			_, err = m.PutBack(ctx, &item, raw, true)
+			if _, err = m.putBackUnder(ctx, l.token, &item, raw, true); err != nil {
+				f.lostBack(l.token, &item, raw, true, true, false) // refunded below
+			}
 		} else {
 			m.doneLocal(p)
 		}
 		if res != nil {
-			if rerr := c.ReleaseIP(ctx, &Reservation{ip: key, token: token}, 0); err == nil {
-				err = rerr
+			r := &Reservation{ip: key, token: token}
+			if rerr := c.ReleaseIP(ctx, r, 0); rerr != nil {
+				f.lostIP(r, 0)
+				if err == nil {
+					err = rerr
+				}
 			}
+		}
+		if budget && reserved {
+			f.refund(ctx, 1)
 		}
 		return err
 	}
 	switch {
-	case isNoScript(rerr) || isNoScript(perr):
+	case isNoScript(rerr) || isNoScript(perr) || isNoScript(berr):
 		undo()
 		if err := loadScripts(ctx, c.rdb); err != nil {
 			return nil, false, 0, wrap("lease", err)
 		}
 		return nil, true, time.Millisecond, nil // try again
-	case perr != nil && strings.Contains(perr.Error(), "NOTOWNER"):
+	case perr != nil && strings.HasPrefix(perr.Error(), "DEAD"):
+		undo()
+		f.mu.Lock()
+		f.host(host).dead = true // given up by another worker
+		f.mu.Unlock()
+		return nil, false, 0, nil
+	case perr != nil && (strings.Contains(perr.Error(), "NOTOWNER") || strings.Contains(perr.Error(), "SPENT")):
 		undo()
 		return nil, false, 0, nil
-	case rerr != nil || perr != nil:
+	case rerr != nil || perr != nil || berr != nil:
 		undo()
-		if rerr == nil {
-			rerr = perr
-		}
-		return nil, false, 0, wrap("lease", rerr)
-	case !popped:
+		return nil, false, 0, wrap("lease", errors.Join(rerr, perr, berr))
+	case !reserved:
+		f.mu.Lock()
+		f.spentAt = time.Now()
+		f.mu.Unlock()
 		return nil, true, 0, undo()
+	case !popped:
+		return nil, false, 0, undo() // the queue is empty: the host is forgotten
 	case res == nil:
 		if isHeld {
 			// Another request to the IP is in flight: its release is not
@@ -398,12 +560,55 @@ func (f *Frontier) reservePop(ctx context.Context, key, host string) (it *fronti
 		return nil, true, 0, derr
 	}
 	f.mu.Lock()
+	f.host(host).failures = failures // counted crawl-wide (hoststate.go)
+	f.host(host).popping = false
 	pi := &item
-	f.leased[pi] = &fleased{raw: raw, res: &Reservation{ip: key, token: token}}
+	f.leased[pi] = &fleased{raw: raw, res: &Reservation{ip: key, token: token}, reservedAt: time.Now(), token: l.token}
 	f.active++
 	f.leases++
 	f.mu.Unlock()
 	return pi, true, 0, nil
+}
+
+// drainPop leases the head of the queue of host, given up crawl-wide, to be
+// recorded without a request (frontier.Item.GivenUp): no politeness clock,
+// no page budget. A nil item means the queue is empty, the partition is not
+// held, or Redis does not say the host was given up (this worker counted
+// it given up alone, Redis being unreachable: its URLs stay queued).
+func (f *Frontier) drainPop(ctx context.Context, host string) (*frontier.Item, error) {
+	c, m := f.c, f.m
+	p := c.PartitionOf(host)
+	l, held, stale := m.forPop(p)
+	if !held || stale {
+		return nil, nil
+	}
+	v, err := c.run(ctx, "drain", popScript, []string{c.leaseKey(p), c.queueKey(p, host), c.hostsKey(p), c.inflightKey(p),
+		c.hostBudgetKey(p), c.hostFailKey(p)}, l.token, host, 0, "1", "drain")
+	if errors.Is(err, redis.Nil) {
+		err, v = nil, nil // the queue is empty
+	}
+	r, ok := v.([]any)
+	if err != nil || !ok || len(r) != 2 {
+		m.doneLocal(p)
+		if err != nil && (strings.Contains(err.Error(), "NOTOWNER") || strings.Contains(err.Error(), "ALIVE")) {
+			err = nil
+		}
+		return nil, err
+	}
+	raw, _ := r[0].(string)
+	hv, _ := r[1].(string)
+	it, err := DecodeItem(raw, host)
+	if err != nil {
+		return nil, err
+	}
+	g := givenUp(host, hv)
+	it.GivenUp = &g
+	f.mu.Lock()
+	f.leased[&it] = &fleased{raw: raw, token: l.token}
+	f.active++
+	f.host(host).popping = false
+	f.mu.Unlock()
+	return &it, nil
 }
 
 // reserveReply reads ipReserveScript's reply.
@@ -422,14 +627,34 @@ func reserveReply(cmd *redis.Cmd) (r *Reservation, wait time.Duration, held bool
 	return nil, time.Duration(ms) * time.Millisecond, v[2] == int64(1), nil
 }
 
+// popReply reads popScript's reply {item, failures} (redis.Nil: empty).
+func popReply(cmd *redis.Cmd) (raw string, failures int, err error) {
+	v, err := cmd.Slice()
+	if err != nil {
+		return "", 0, err
+	}
+	if len(v) != 2 {
+		return "", 0, fmt.Errorf("redisstate: pop: unexpected reply %v", v)
+	}
+	raw, _ = v[0].(string)
+	n, _ := v[1].(int64)
+	return raw, int(n), nil
+}
+
 // forget drops h from its partition's cached host list (its queue is empty
-// or the partition is gone).
-func (f *Frontier) forget(h string) {
+// or the partition is gone), unless h was pushed since the try that found
+// it so began (the Push count was since then): its queue may hold an item
+// again.
+func (f *Frontier) forget(h string, since uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.pushedAt[h] > since {
+		return
+	}
 	if p := f.parts[f.c.PartitionOf(h)]; p != nil {
 		if i := sort.SearchStrings(p.hosts, h); i < len(p.hosts) && p.hosts[i] == h {
 			p.hosts = append(p.hosts[:i:i], p.hosts[i+1:]...)
+			f.allStale = true
 		}
 	}
 }
@@ -445,23 +670,50 @@ func (f *Frontier) crawlDone(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	c := f.c
+	var spent *redis.StringCmd
 	cmds, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i := 0; i < c.partitions; i++ {
 			p.SCard(ctx, c.hostsKey(i))
 			p.HLen(ctx, c.inflightKey(i))
 		}
+		if f.o.MaxPages > 0 {
+			spent = p.Get(ctx, c.budgetKey())
+		}
 		return nil
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return false, wrap("crawl done", err)
 	}
-	for _, cmd := range cmds {
-		if cmd.(*redis.IntCmd).Val() > 0 {
-			f.mu.Lock()
-			f.emptyFor = 0
-			f.mu.Unlock()
-			return false, nil
+	// With the crawl's budget spent, what is queued stays queued: the
+	// crawl is done when nothing is in flight (no page can be given back).
+	budgetSpent := false
+	if spent != nil {
+		n, _ := spent.Int64()
+		budgetSpent = n >= int64(f.o.MaxPages)
+	}
+	held, _ := f.heldParts(time.Now())
+	busy, orphans := false, []int(nil)
+	for i, cmd := range cmds {
+		if i%2 == 0 && budgetSpent {
+			continue
 		}
+		if cmd, ok := cmd.(*redis.IntCmd); ok && cmd.Val() > 0 {
+			busy = true
+			if i%2 == 1 && i/2 < len(held) && held[i/2] {
+				// In flight in a partition held here, with nothing
+				// leased here: a pop whose reply was lost (reconcile.go).
+				orphans = append(orphans, i/2)
+			}
+		}
+	}
+	if len(orphans) > 0 {
+		f.orphansSuspected(orphans)
+	}
+	if busy {
+		f.mu.Lock()
+		f.emptyFor = 0
+		f.mu.Unlock()
+		return false, nil
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -472,9 +724,12 @@ func (f *Frontier) crawlDone(ctx context.Context) (bool, error) {
 // Release ends the request of a leased item: the IP's clock restarts with
 // the gap the next request waits, the host's too; 429/503 and network
 // failures back off (the item goes back to its queue: requeued), as does
-// Outcome.Requeue. It follows frontier.Frontier.Release.
+// Outcome.Requeue. It follows frontier.Frontier.Release. The IP's release
+// rides in the worker's next round trip (release.go), except a requeued
+// item's.
 func (f *Frontier) Release(it *frontier.Item, o frontier.Outcome) (requeued bool) {
 	ctx := context.Background()
+	fl := f.countFailure(ctx, it.Host, o)
 	f.mu.Lock()
 	hs := f.host(it.Host)
 	l := f.leased[it]
@@ -483,11 +738,15 @@ func (f *Frontier) Release(it *frontier.Item, o frontier.Outcome) (requeued bool
 	if o.Wait > 0 {
 		hs.notBefore = laterOf(hs.notBefore, now.Add(o.Wait))
 	}
-	if o.Blocked {
-		hs.failures++
-		if hs.failures >= f.o.MaxFailures || o.GiveUp {
-			f.giveUpLocked(it.Host, o.Reason, it)
-		}
+	switch {
+	case fl != nil:
+		hs.failures = fl.failures
+		hs.dead = hs.dead || (fl.dead && !fl.gaveUp) // given up by another worker: reported there
+	case o.Requested:
+		hs.failures = 0
+	}
+	if o.Blocked && fl.gaveUp {
+		f.giveUpLocked(it.Host, fl.reason, it)
 	}
 	if o.Requested {
 		hs.lastResp = o.ResponseTime
@@ -498,26 +757,27 @@ func (f *Frontier) Release(it *frontier.Item, o frontier.Outcome) (requeued bool
 			}
 		}
 		if o.Failed || o.Status == 429 || o.Status == 503 {
-			hs.failures++
 			back := backoff(f.o, hs.failures)
 			if o.RetryAfter > back {
 				back = min(o.RetryAfter, f.o.BackoffMax)
 			}
 			gap = max(gap, back)
-			if hs.failures >= f.o.MaxFailures {
-				f.giveUpLocked(it.Host, fmt.Sprintf("%d consecutive failures (last status %d)", hs.failures, o.Status), nil)
+			if fl != nil && fl.gaveUp {
+				f.giveUpLocked(it.Host, fl.reason, nil)
 			} else if o.Status == 429 || o.Status == 503 {
 				o.Requeue = true
 			}
-		} else if !o.Blocked {
-			hs.failures = 0
 		}
 	}
 	dead := hs.dead
 	f.mu.Unlock()
-	if l != nil {
+	if l != nil && l.res != nil && !o.Requeue && f.keepRelease(it, l, gap, now) {
+		return false // sent in the next round trip; the host stays busy until then (release.go)
+	}
+	if l != nil && l.res != nil {
 		if err := f.c.ReleaseIP(ctx, l.res, gap); err != nil {
-			f.logger.Warn("cannot release an IP's clock (it runs out after its hold)", "host", it.Host, "err", err)
+			f.lostIP(l.res, gap) // released when Redis answers again, at the latest when the hold runs out
+			f.logger.Warn("cannot release an IP's clock (released when Redis answers again)", "host", it.Host, "err", err)
 		}
 	}
 	// The host's own clock starts after the IP's did (Redis's clock, one
@@ -537,10 +797,15 @@ func (f *Frontier) Release(it *frontier.Item, o frontier.Outcome) (requeued bool
 		if o.Requested && (o.Status == 429 || o.Status == 503 || o.Failed) {
 			it2.Tries++
 		}
-		ok, err := f.m.PutBack(ctx, &it2, l.raw, true)
+		ok, err := f.m.putBackUnder(ctx, l.token, &it2, l.raw, true)
 		if err != nil {
-			// It stays in flight: the partition's next holder requeues it.
-			f.logger.Warn("cannot requeue an item", "url", it.URL, "err", err)
+			// It stays in flight until Redis answers again (reconcile.go),
+			// or the partition's next holder requeues it.
+			f.lostBack(l.token, &it2, l.raw, true, true, true)
+			f.logger.Warn("cannot requeue an item (requeued when Redis answers again)", "url", it.URL, "err", err)
+		}
+		if ok {
+			f.refund(ctx, 1) // its page goes back to the budget (a lost lease's holder gives it back)
 		}
 		f.mu.Lock()
 		delete(f.leased, it)
@@ -551,6 +816,13 @@ func (f *Frontier) Release(it *frontier.Item, o frontier.Outcome) (requeued bool
 	}
 	f.notify()
 	return false
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func laterOf(a, b time.Time) time.Time {
@@ -572,8 +844,8 @@ func backoff(o frontier.Options, failures int) time.Duration {
 	return d
 }
 
-// giveUpLocked marks host given up here (its queue stays in Redis: a worker
-// that takes the partition later tries it again).
+// giveUpLocked marks host given up here (what its queue holds is drained:
+// drainPop).
 func (f *Frontier) giveUpLocked(host, reason string, it *frontier.Item) {
 	hs := f.host(host)
 	if hs.dead {
@@ -591,18 +863,25 @@ func (f *Frontier) giveUpLocked(host, reason string, it *frontier.Item) {
 // Finish ends a lease whose results are recorded: the item leaves the
 // in-flight hash (a no-op when the commit did it, or when it was requeued).
 func (f *Frontier) Finish(it *frontier.Item) {
+	if f.releasePending(it) {
+		f.sendReleases(context.Background()) // no round trip took it
+	}
 	f.mu.Lock()
 	l := f.leased[it]
 	delete(f.leased, it)
 	if l != nil {
 		f.active--
 	}
+	ending := f.endingLocked(l)
 	f.mu.Unlock()
+	defer f.ended(ending)
 	if l != nil && l.raw != "" {
-		if err := f.m.Done(context.Background(), it.Host, l.raw); err != nil {
-			// It stays in flight: fetched again by the partition's next
-			// holder (at least once).
-			f.logger.Warn("cannot end a lease", "url", it.URL, "err", err)
+		if err := f.m.doneUnder(context.Background(), l.epoch(), it.Host, l.raw); err != nil {
+			// It stays in flight until Redis answers again (reconcile.go)
+			// or, if this worker loses the lease first, is fetched again by
+			// the partition's next holder (at least once).
+			f.lostEnd(it.Host, l.raw, l.epoch())
+			f.logger.Warn("cannot end a lease (ended when Redis answers again)", "url", it.URL, "err", err)
 		}
 	}
 	f.notify()
@@ -630,7 +909,7 @@ func (f *Frontier) Commit(ctx context.Context, ids *IDs, it *frontier.Item, link
 	if l == nil {
 		return nil, fmt.Errorf("redisstate: commit of an item not leased here: %s", it.URL)
 	}
-	added, err := f.c.Commit(ctx, f.m, ids, it, l.raw, links)
+	added, err := f.c.commitUnder(ctx, f.m, ids, it, l.epoch(), l.raw, links)
 	if err == nil {
 		f.mu.Lock()
 		l.raw = "" // ended
@@ -640,12 +919,23 @@ func (f *Frontier) Commit(ctx context.Context, ids *IDs, it *frontier.Item, link
 }
 
 // Push wakes Next: the items are in the shared queues already (Enqueue or
-// Commit put them there).
+// Commit put them there). Their hosts join their partitions' cached lists
+// (those this worker holds) without a round trip: the host sets in Redis
+// have them, as a refresh would find.
 func (f *Frontier) Push(items ...frontier.Item) {
 	f.mu.Lock()
+	f.pushSeq++
 	for _, it := range items {
-		if p := f.parts[f.c.PartitionOf(it.Host)]; p != nil {
-			p.fetched = time.Time{} // refresh its hosts
+		h := it.Host
+		if h == "" {
+			h = frontier.HostKey(it.URL)
+		}
+		f.pushedAt[h] = f.pushSeq
+		if fp := f.parts[f.c.PartitionOf(h)]; fp != nil {
+			if i, found := slices.BinarySearch(fp.hosts, h); !found {
+				fp.hosts = slices.Insert(fp.hosts[:len(fp.hosts):len(fp.hosts)], i, h)
+				f.allStale = true
+			}
 		}
 	}
 	f.mu.Unlock()
@@ -673,42 +963,56 @@ func (f *Frontier) Hosts() []string {
 	return out
 }
 
+// statsTimeout bounds Stats's read of the queued count.
+const statsTimeout = 2 * time.Second
+
+// queuedMaxAge is how long Stats reuses a count of the crawl's queue while
+// the frontier runs.
+const queuedMaxAge = 2 * time.Second
+
+// queuedCount is the last count of the crawl's queue. Counting costs Redis
+// a command per queued host (one round trip a call, the work on the
+// server), and the progress line asks twice a second, every scrape and
+// status request once: while the frontier runs, a count is reused for
+// queuedMaxAge, and callers at once wait for one count.
+type queuedCount struct {
+	mu sync.Mutex
+	n  int64
+	at time.Time
+	// err: why the last count failed
+	err error
+}
+
 // Stats returns this worker's leases and the crawl's queued items (counted
-// over every partition: two round trips).
+// over every partition; a count under queuedMaxAge old while the frontier
+// runs, a new one once it stopped: the end of a run decides on it); Err
+// says why Queued is unknown.
 func (f *Frontier) Stats() frontier.Stats {
-	q, _ := f.c.QueuedAll(context.Background())
+	f.mu.Lock()
+	stopped := f.stopped
+	f.mu.Unlock()
+	qc := &f.queued
+	qc.mu.Lock()
+	if stopped || qc.at.IsZero() || time.Since(qc.at) >= queuedMaxAge {
+		ctx, cancel := context.WithTimeout(context.Background(), statsTimeout)
+		qc.n, qc.err = f.c.QueuedAll(ctx)
+		qc.at = time.Now()
+		cancel()
+	}
+	q, err := qc.n, qc.err
+	qc.mu.Unlock()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return frontier.Stats{Queued: int(q), Active: f.active, Leased: f.leases, Hosts: len(f.hosts)}
+	return frontier.Stats{Queued: int(q), Active: f.active, Leased: f.leases, Hosts: len(f.hosts), Err: err}
 }
 
 // QueuedAll counts the items queued in the whole crawl.
 func (c *Crawl) QueuedAll(ctx context.Context) (int64, error) {
-	cmds, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i := 0; i < c.partitions; i++ {
-			p.SMembers(ctx, c.hostsKey(i))
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, wrap("queued", err)
+	all := make([]int, c.partitions)
+	for i := range all {
+		all[i] = i
 	}
-	lens, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, cmd := range cmds {
-			for _, h := range cmd.(*redis.StringSliceCmd).Val() {
-				p.LLen(ctx, c.queueKey(i, h))
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, wrap("queued", err)
-	}
-	var n int64
-	for _, cmd := range lens {
-		n += cmd.(*redis.IntCmd).Val()
-	}
-	return n, nil
+	return c.QueuedIn(ctx, all)
 }
 
 // GiveUps returns (and forgets) the hosts given up since the last call.
@@ -726,6 +1030,14 @@ func (f *Frontier) Stop() {
 	f.stopped = true
 	f.mu.Unlock()
 	f.notify()
+}
+
+// Reopen undoes a Stop: Next leases again. The engine calls it when it
+// queued more after the crawl looked done (its skip audit, crawl/skipaudit.go).
+func (f *Frontier) Reopen() {
+	f.mu.Lock()
+	f.stopped = false
+	f.mu.Unlock()
 }
 
 // SetCrawlDelay records a host's robots.txt Crawl-delay (capped at MaxDelay).

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/horseshoe-crawler/horseshoe/frontier"
 	"github.com/horseshoe-crawler/horseshoe/internal/testtools/redistest"
 )
@@ -74,15 +76,23 @@ func crawlWorkers(t *testing.T, srv *redistest.Server, workers int, delay, fetch
 	return reqs
 }
 
-// Three workers crawl 120 URLs on 12 hosts over 4 IPs: every URL is fetched
+// Three workers crawl 120 URLs on 48 hosts over 4 IPs: every URL is fetched
 // exactly once, by any worker; no two requests to one IP overlap or come
 // closer than the delay, whichever workers sent them; every worker takes part.
+// Every partition holds hosts: a worker's share is partitions, and with
+// empty ones (12 hosts filled 9 of 16) a worker could hold only empty ones
+// and rightly take no part (2 runs in 15 under load).
 func TestFrontierWorkersShareCrawl(t *testing.T) {
 	srv, c := open(t, Options{Partitions: 16, Capacity: 10_000}, redistest.Options{})
 	ctx := context.Background()
 	var urls []string
+	parts := map[int]bool{}
 	for i := 0; i < 120; i++ {
-		urls = append(urls, fmt.Sprintf("http://h%d.example/%d", i%12, i))
+		urls = append(urls, fmt.Sprintf("http://h%d.example/%d", i%48, i))
+		parts[c.PartitionOf(fmt.Sprintf("h%d.example", i%48))] = true
+	}
+	if len(parts) != 16 {
+		t.Fatalf("the hosts fill %d of the 16 partitions", len(parts))
 	}
 	if _, err := c.Enqueue(ctx, c.NewIDs(), items(urls...)); err != nil {
 		t.Fatal(err)
@@ -142,6 +152,9 @@ func TestFrontierWorkerDiesMidFetch(t *testing.T) {
 	}
 	if _, err := c.Enqueue(ctx, c.NewIDs(), items(urls...)); err != nil {
 		t.Fatal(err)
+	}
+	if q, err := c.QueuedAll(ctx); err != nil || q != int64(len(urls)) {
+		t.Fatalf("queued at the start: %d %v, want %d", q, err, len(urls))
 	}
 	ipOf := func(h string) string { return "ip:" + h }
 	reqs := crawlWorkers(t, srv, 3, 10*time.Millisecond, time.Millisecond, ipOf, map[int]int{0: 5})
@@ -208,4 +221,107 @@ func TestFrontierRedisRestart(t *testing.T) {
 		t.Errorf("%d URLs fetched twice, at most 2 were in flight", twice)
 	}
 	t.Logf("%d requests for %d URLs (%d twice); %d before the stop, %d after the restart", len(reqs), len(urls), twice, before, after)
+}
+
+// cmdCount counts the commands a client sends, and its round trips.
+type cmdCount struct {
+	mu          sync.Mutex
+	cmds, trips int
+}
+
+func (h *cmdCount) add(n int) {
+	h.mu.Lock()
+	h.cmds += n
+	h.trips++
+	h.mu.Unlock()
+}
+func (h *cmdCount) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *cmdCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.add(1); return next(ctx, cmd) }
+}
+func (h *cmdCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.add(len(cmds)); return next(ctx, cmds) }
+}
+
+// The crawl's queue is counted with one command a partition in one round
+// trip, however many hosts are queued (the progress line, /metrics and
+// the end of a crawl ask for it; it was one LLEN a host), at most once
+// every queuedMaxAge while the frontier runs; a Redis that does not answer
+// makes Frontier.Stats say so within its bound, not report an empty queue
+// (which ended a crawl as complete).
+func TestFrontierStatsQueued(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
+	ctx := context.Background()
+	rdb, err := Connect(ctx, srv.URL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	h := &cmdCount{}
+	rdb.AddHook(h)
+	const parts, hosts, urls = 8, 600, 3000
+	c, err := Open(ctx, rdb, "stats", Options{Partitions: parts, Capacity: 10_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var us []string
+	for i := 0; i < urls; i++ {
+		us = append(us, fmt.Sprintf("http://h%d.example/%d", i%hosts, i))
+	}
+	if _, err := c.Enqueue(ctx, c.NewIDs(), items(us...)); err != nil {
+		t.Fatal(err)
+	}
+	m, err := c.Join(ctx, "w", MemberOptions{TTL: time.Minute}) // no heartbeat during the count
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Leave(ctx)
+	fr := c.NewFrontier(m, FrontierOptions{Options: frontier.DefaultOptions()})
+	h.mu.Lock()
+	h.cmds, h.trips = 0, 0
+	h.mu.Unlock()
+	st := fr.Stats()
+	h.mu.Lock()
+	cmds, trips := h.cmds, h.trips
+	h.mu.Unlock()
+	t.Logf("%d queued over %d hosts counted with %d commands in %d round trips", st.Queued, hosts, cmds, trips)
+	if st.Err != nil || st.Queued != urls {
+		t.Fatalf("queued %d, %v; want %d", st.Queued, st.Err, urls)
+	}
+	if cmds > parts || trips != 1 {
+		t.Errorf("%d commands in %d round trips for %d partitions of %d hosts", cmds, trips, parts, hosts)
+	}
+	// While the frontier runs a count is reused for a while (the progress
+	// line asks twice a second); once stopped (the end of a run decides
+	// on it) the count is new.
+	if _, err := c.Enqueue(ctx, c.NewIDs(), items("http://late.example/1", "http://late.example/2")); err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	h.cmds, h.trips = 0, 0
+	h.mu.Unlock()
+	for range 10 {
+		if st := fr.Stats(); st.Queued != urls {
+			t.Fatalf("queued %d within %v of the count, want its %d", st.Queued, queuedMaxAge, urls)
+		}
+	}
+	h.mu.Lock()
+	trips = h.trips
+	h.mu.Unlock()
+	if trips != 0 {
+		t.Errorf("10 Stats within %v: %d round trips", queuedMaxAge, trips)
+	}
+	fr.Stop()
+	if st := fr.Stats(); st.Queued != urls+2 || st.Err != nil {
+		t.Fatalf("stopped: queued %d, %v; want %d", st.Queued, st.Err, urls+2)
+	}
+	srv.Freeze()
+	start := time.Now()
+	st = fr.Stats()
+	took := time.Since(start)
+	t.Logf("Redis stopped: %+v after %v", st, took)
+	srv.Thaw()
+	if st.Err == nil || took > statsTimeout+time.Second {
+		t.Fatalf("Redis stopped: Stats %+v after %v", st, took)
+	}
 }

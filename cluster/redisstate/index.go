@@ -4,6 +4,9 @@ import (
 	"context"
 	"sort"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/horseshoe-crawler/horseshoe/crawl"
 	"github.com/horseshoe-crawler/horseshoe/dedup"
 )
 
@@ -81,7 +84,47 @@ func (x *Index) CheckAndAdd(ctx context.Context, id uint64, sig *dedup.Signature
 	if sig == nil || sig.Words == 0 {
 		return dedup.Decision{Class: dedup.Unique}, nil
 	}
+	return x.decideFrom(ctx, x.page(id, sig), settle, nil)
+}
+
+// CheckAndAddPrefetch is CheckAndAdd with its first round sent in the
+// pipeline of tx's prefetch (crawl.PrefetchingIndex): the page's decision
+// and its commit's reads in one round trip. The script decides, atomically,
+// as in CheckAndAdd; the rounds after the first (new candidates) go alone.
+// ok is false when tx is not a Store's of this index's Redis.
+func (x *Index) CheckAndAddPrefetch(ctx context.Context, tx crawl.Tx, r crawl.PageReads, id uint64, sig *dedup.Signature, settle dedup.Settler) (d dedup.Decision, ok bool, err error) {
+	t, ok := tx.(*seamTx)
+	if !ok || t.s.c.rdb != x.c.rdb {
+		return dedup.Decision{}, false, nil
+	}
+	if sig == nil || sig.Words == 0 {
+		return dedup.Decision{Class: dedup.Unique}, true, t.PrefetchPage(r)
+	}
 	pg := x.page(id, sig)
+	var cmd *redis.Cmd
+	if err := t.prefetch(r, func(p redis.Pipeliner) { cmd = x.c.checkAndAddCmd(ctx, p, pg, x.o) }); err != nil {
+		return dedup.Decision{}, true, err
+	}
+	var first *Result
+	v, err := cmd.Result()
+	switch {
+	case isNoScript(err): // Redis lost its scripts (a restart): the first round goes alone, loading it
+	case err != nil:
+		return dedup.Decision{}, true, wrap("check-and-add", err)
+	default:
+		res, err := checkAndAddResult(pg, v)
+		if err != nil {
+			return dedup.Decision{}, true, err
+		}
+		first = &res
+	}
+	d, err = x.decideFrom(ctx, pg, settle, first)
+	return d, true, err
+}
+
+// decideFrom decides pg by the script's rounds (the first one's result
+// first, when sent already) and the detector's rule.
+func (x *Index) decideFrom(ctx context.Context, pg *IndexPage, settle dedup.Settler, first *Result) (dedup.Decision, error) {
 	settled := 0
 	var dec dedup.Decision
 	rule := func(cands []Candidate) (uint64, bool) {
@@ -89,7 +132,7 @@ func (x *Index) CheckAndAdd(ctx context.Context, id uint64, sig *dedup.Signature
 		dec = d
 		return d.Original, ok
 	}
-	exact, near, orig, err := x.c.Decide(ctx, pg, rule, x.o)
+	exact, near, orig, err := x.c.decideFrom(ctx, pg, rule, x.o, first)
 	switch {
 	case err != nil:
 		return dedup.Decision{}, err

@@ -21,6 +21,10 @@ func TestMain(m *testing.M) {
 		killWorker(addr)
 		return
 	}
+	if addr := os.Getenv("REDISSTATE_TEST_KEEPER"); addr != "" {
+		keeperProcess(addr, os.Getenv("REDISSTATE_TEST_DIR"))
+		return
+	}
 	os.Exit(m.Run())
 }
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -33,7 +34,7 @@ var ErrNotOwner = errors.New("redisstate: partition lease lost")
 
 func (c *Crawl) leaseKey(p int) string    { return c.partTag(p) + "lease" }
 func (c *Crawl) epochKey(p int) string    { return c.partTag(p) + "epoch" }
-func (c *Crawl) inflightKey(p int) string { return c.partTag(p) + "f" }
+func (c *Crawl) inflightKey(p int) string { return c.partTag(p) + "f" } // commitScript derives epochKey from it
 func (c *Crawl) queuePrefix(p int) string { return c.partTag(p) + "q:" }
 
 // Lease is a partition held by a worker.
@@ -41,6 +42,7 @@ type Lease struct {
 	Partition int
 	Epoch     int64
 	token     string
+	sure      time.Time // the lease holds at least until sure + TTL: the last acquire or renew was sent after it
 }
 
 // MemberOptions configure a worker's membership.
@@ -49,6 +51,10 @@ type MemberOptions struct {
 	Heartbeat time.Duration // renewal interval (default TTL/3)
 	// OnLost is called (from the heartbeat) when a lease was found lost.
 	OnLost func(Lease)
+	// Info, when set, gives the worker's record (host, pid, data dir, start
+	// time, counters), published on every heartbeat with its partitions
+	// and queue (workers.go).
+	Info func() WorkerInfo
 }
 
 // Member is one worker of the crawl: it heartbeats, holds a fair share of the
@@ -63,10 +69,19 @@ type Member struct {
 	inflight map[int]int // items popped and not yet done, per partition
 	draining map[int]bool
 	changed  chan struct{}
+	requeued int64 // items requeued from in flight when taking or giving up partitions (takeRequeued)
+
+	staleEnds atomic.Int64 // ends of leases that left the in-flight record: the partition was taken since the pop
 
 	cancel context.CancelFunc
 	done   chan struct{}
 	err    error // last heartbeat error (Redis unavailable)
+
+	queued   int64       // URLs queued in the partitions held (countQueued)
+	queuedAt time.Time   // when counted
+	beat     int64       // Redis time of the last heartbeat, ms
+	final    *WorkerInfo // the record Leave published
+	paused   string      // why Redis refused the last heartbeat, when pausedBeat stood in for it
 }
 
 // Join makes worker id a member of the crawl and starts its heartbeat, which
@@ -86,6 +101,9 @@ func (c *Crawl) Join(ctx context.Context, id string, o MemberOptions) (*Member, 
 	if err := m.round(ctx); err != nil {
 		return nil, err
 	}
+	// The record with the partitions just taken; on an error the next
+	// heartbeat writes it (it is what the worker shows, not what it holds).
+	_ = m.publish(ctx)
 	hctx, cancel := context.WithCancel(ctx)
 	m.cancel = cancel
 	go m.loop(hctx)
@@ -148,22 +166,28 @@ func (m *Member) loop(ctx context.Context) {
 func (m *Member) round(ctx context.Context) error {
 	c := m.c
 	ttl := m.o.TTL.Milliseconds()
+	// Renew first: the leases' lifetime does not wait on the other steps.
+	if err := m.renew(ctx, ttl); err != nil {
+		return err
+	}
 	live, err := m.register(ctx, ttl)
 	if err != nil {
 		return err
 	}
 	share := (c.partitions + live - 1) / live
-	if err := m.renew(ctx, ttl); err != nil {
-		return err
-	}
 	if err := m.shed(ctx, share); err != nil {
 		return err
 	}
-	return m.take(ctx, share, ttl)
+	if err := m.take(ctx, share, ttl); err != nil {
+		return err
+	}
+	m.countQueued(ctx) // published by the next heartbeat
+	return nil
 }
 
-// register records the heartbeat and counts the live workers (one round
-// trip): workers whose heartbeat expired are dropped from the set.
+// register records the heartbeat and the worker's record and counts the
+// live workers (one round trip): workers whose heartbeat expired are dropped
+// from the set.
 func (m *Member) register(ctx context.Context, ttl int64) (int, error) {
 	c := m.c
 	now, err := c.rdb.Time(ctx).Result()
@@ -171,12 +195,33 @@ func (m *Member) register(ctx context.Context, ttl int64) (int, error) {
 		return 0, wrap("heartbeat", err)
 	}
 	ms := now.UnixMilli()
+	m.mu.Lock()
+	m.paused = "" // until Redis refuses this heartbeat
+	m.mu.Unlock()
 	pipe := c.rdb.TxPipeline()
 	pipe.ZAdd(ctx, c.workersKey(), redis.Z{Score: float64(ms + ttl), Member: m.id})
 	pipe.ZRemRangeByScore(ctx, c.workersKey(), "-inf", strconv.FormatInt(ms, 10))
 	n := pipe.ZCard(ctx, c.workersKey())
-	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, wrap("heartbeat", err)
+	if m.o.Info != nil {
+		m.publishCmd(ctx, pipe, m.info(ms, ttl, false))
+	}
+	m.mu.Lock()
+	m.beat = ms
+	m.mu.Unlock()
+	if cmds, err := pipe.Exec(ctx); err != nil {
+		if cerr := firstErr(cmds); cerr != nil && unavailableReason(cerr) != "" {
+			err = cerr // a command refused (OOM ...) aborted the transaction (EXECABORT)
+		}
+		err = wrap("heartbeat", err)
+		var ue *UnavailableError
+		if errors.As(err, &ue) {
+			if perr := m.pausedBeat(ctx, ms, ttl, ue.Reason); perr != nil {
+				m.mu.Lock()
+				m.paused = ""
+				m.mu.Unlock()
+			}
+		}
+		return 0, err // the round stops here: no partitions given up or taken
 	}
 	return int(max(n.Val(), 1)), nil
 }
@@ -186,6 +231,7 @@ func (m *Member) renew(ctx context.Context, ttl int64) error {
 	if len(leases) == 0 {
 		return nil
 	}
+	sent := time.Now()
 	cmds, err := m.c.pipelined(ctx, "renew leases", func(p redis.Pipeliner) {
 		for _, l := range leases {
 			renewScript.EvalSha(ctx, p, []string{m.c.leaseKey(l.Partition)}, l.token, ttl)
@@ -202,6 +248,9 @@ func (m *Member) renew(ctx context.Context, ttl int64) error {
 			delete(m.inflight, leases[i].Partition) // requeued by the next holder
 			delete(m.owned, leases[i].Partition)
 			delete(m.draining, leases[i].Partition)
+		} else if l, ok := m.owned[leases[i].Partition]; ok && l.Epoch == leases[i].Epoch {
+			l.sure = sent
+			m.owned[l.Partition] = l
 		}
 	}
 	if len(lost) > 0 {
@@ -262,13 +311,16 @@ func (m *Member) shed(ctx context.Context, share int) error {
 
 func (m *Member) release(ctx context.Context, l Lease) error {
 	c := m.c
-	_, err := c.run(ctx, "release lease", releaseScript,
-		[]string{c.leaseKey(l.Partition), c.inflightKey(l.Partition), c.hostsKey(l.Partition)},
+	v, err := c.run(ctx, "release lease", releaseScript,
+		[]string{c.leaseKey(l.Partition), c.inflightKey(l.Partition), c.hostsKey(l.Partition), c.hostBudgetKey(l.Partition)},
 		l.token, c.queuePrefix(l.Partition))
 	if err != nil {
 		return err
 	}
 	m.mu.Lock()
+	if n, _ := v.(int64); n > 0 {
+		m.requeued += n
+	}
 	delete(m.owned, l.Partition)
 	delete(m.draining, l.Partition)
 	m.notifyLocked()
@@ -308,10 +360,11 @@ func (m *Member) take(ctx context.Context, share int, ttl int64) error {
 	if len(free) == 0 {
 		return nil
 	}
+	sent := time.Now()
 	res, err := c.pipelined(ctx, "acquire leases", func(p redis.Pipeliner) {
 		for _, part := range free {
 			acquireScript.EvalSha(ctx, p, []string{c.leaseKey(part), c.epochKey(part), c.inflightKey(part), c.hostsKey(part),
-				c.robotsKey(part)},
+				c.robotsKey(part), c.hostBudgetKey(part)},
 				m.id, ttl, c.queuePrefix(part))
 		}
 	})
@@ -327,7 +380,8 @@ func (m *Member) take(ctx context.Context, share int, ttl int64) error {
 			continue
 		}
 		part := free[i]
-		m.owned[part] = Lease{Partition: part, Epoch: v[0], token: m.id + " " + strconv.FormatInt(v[0], 10)}
+		m.requeued += v[1]
+		m.owned[part] = Lease{Partition: part, Epoch: v[0], token: m.id + " " + strconv.FormatInt(v[0], 10), sure: sent}
 		got = true
 	}
 	if got {
@@ -347,10 +401,35 @@ func (m *Member) Leave(ctx context.Context) error {
 			first = err
 		}
 	}
-	if err := m.c.rdb.ZRem(ctx, m.c.workersKey(), m.id).Err(); err != nil && first == nil {
+	pipe := m.c.rdb.TxPipeline()
+	if m.o.Info != nil {
+		ms := time.Now().UnixMilli()
+		if now, err := m.c.rdb.Time(ctx).Result(); err == nil {
+			ms = now.UnixMilli()
+		}
+		w := m.info(ms, 0, true)
+		w.State = WorkerLeft
+		m.mu.Lock()
+		m.final = &w
+		m.mu.Unlock()
+		m.publishCmd(ctx, pipe, w)
+	}
+	pipe.ZRem(ctx, m.c.workersKey(), m.id)
+	if _, err := pipe.Exec(ctx); err != nil && first == nil {
 		first = wrap("leave", err)
 	}
 	return first
+}
+
+// Final is the record Leave published (with MemberOptions.Info): the
+// worker's final counters, State "left"; false before Leave.
+func (m *Member) Final() (WorkerInfo, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.final == nil {
+		return WorkerInfo{}, false
+	}
+	return *m.final, true
 }
 
 // Abandon stops the heartbeat without giving anything up: what a killed
@@ -372,15 +451,10 @@ func (m *Member) Hosts(ctx context.Context, p int) ([]string, error) {
 func (m *Member) Pop(ctx context.Context, host string) (it frontier.Item, raw string, ok bool, err error) {
 	c := m.c
 	p := c.PartitionOf(host)
-	m.mu.Lock()
-	l, held := m.owned[p]
-	if held && m.draining[p] {
-		held = false
+	l, held, stale := m.forPop(p)
+	if stale {
+		return it, "", false, ErrLeaseStale
 	}
-	if held {
-		m.inflight[p]++ // counted before the pop: shed must not release under it
-	}
-	m.mu.Unlock()
 	if !held {
 		return it, "", false, ErrNotOwner
 	}
@@ -404,6 +478,42 @@ func (m *Member) Pop(ctx context.Context, host string) (it frontier.Item, raw st
 	return it, raw, true, nil
 }
 
+// ErrLeaseStale means the partition's lease was not renewed for 2/3 of its
+// TTL (the heartbeat is late: the worker is stalled, or Redis slow to
+// answer): no pops until it is renewed, so that a request is not sent under
+// a lease that may run out before it ends (the partition's next holder would
+// send it again). The lease may still be renewed.
+// It is an ErrNotOwner: the worker cannot be sure it still holds the lease.
+var ErrLeaseStale = fmt.Errorf("%w (not renewed lately)", ErrNotOwner)
+
+// forPop counts a pop from partition p in flight when the worker holds p,
+// is not giving it up, and renewed its lease less than 2/3 of the TTL ago
+// (stale when it holds p but did not: nothing counted).
+func (m *Member) forPop(p int) (l Lease, held, stale bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, held = m.owned[p]
+	if !held || m.draining[p] {
+		return l, false, false
+	}
+	if time.Since(l.sure) > 2*m.o.TTL/3 {
+		return l, false, true
+	}
+	m.inflight[p]++ // counted before the pop: shed must not release under it
+	return l, true, false
+}
+
+// takeRequeued returns (and resets) the number of items the worker put back
+// in the queues from in flight when it took or gave up partitions: leases
+// whose pages go back to the crawl's budget (budget.go).
+func (m *Member) takeRequeued() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := m.requeued
+	m.requeued = 0
+	return n
+}
+
 func (m *Member) doneLocal(p int) {
 	m.mu.Lock()
 	if m.inflight[p] > 0 {
@@ -413,20 +523,37 @@ func (m *Member) doneLocal(p int) {
 }
 
 // Done ends the lease of a popped item (raw as Pop returned it): its results
-// are recorded. One round trip; DoneCmd puts it in a pipeline instead.
+// are recorded. It removes the item's in-flight record under the lease the
+// worker holds on the item's partition now (doneScript: left, and counted,
+// when the partition was taken again since). One round trip.
 func (m *Member) Done(ctx context.Context, host, raw string) error {
-	err := m.c.rdb.HDel(ctx, m.c.inflightKey(m.c.PartitionOf(host)), raw).Err()
+	return m.doneUnder(ctx, m.epochOf(m.c.PartitionOf(host)), host, raw)
+}
+
+// doneUnder is Done under the lease epoch the item was popped under.
+func (m *Member) doneUnder(ctx context.Context, epoch int64, host, raw string) error {
+	p := m.c.PartitionOf(host)
+	v, err := m.c.run(ctx, "done", doneScript, []string{m.c.inflightKey(p), m.c.epochKey(p)}, raw, epoch)
 	if err != nil {
-		return wrap("done", err)
+		return err
 	}
-	m.doneLocal(m.c.PartitionOf(host))
+	if v == int64(-1) {
+		m.staleEnds.Add(1)
+	}
+	m.doneLocal(p)
 	return nil
 }
 
-// DoneCmd queues Done's write in pipe; call Finished after pipe ran.
-func (m *Member) DoneCmd(ctx context.Context, pipe redis.Pipeliner, host, raw string) {
-	pipe.HDel(ctx, m.c.inflightKey(m.c.PartitionOf(host)), raw)
+// epochOf is the epoch of the lease the worker holds on partition p (0: none).
+func (m *Member) epochOf(p int) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.owned[p].Epoch
 }
+
+// StaleEnds counts the ends of leases (commits, Done) that left the item's
+// in-flight record: its partition was taken again since the pop.
+func (m *Member) StaleEnds() int64 { return m.staleEnds.Load() }
 
 // Finished is Done's local part after DoneCmd's pipeline ran.
 func (m *Member) Finished(host string) { m.doneLocal(m.c.PartitionOf(host)) }
@@ -435,18 +562,25 @@ func (m *Member) Finished(host string) { m.doneLocal(m.c.PartitionOf(host)) }
 // was fetched first) or the back (a back-off), as it (tries counted). It
 // reports false when the lease was lost (the new holder requeued the item).
 func (m *Member) PutBack(ctx context.Context, it *frontier.Item, raw string, front bool) (bool, error) {
+	m.mu.Lock()
+	l := m.owned[m.c.PartitionOf(it.Host)]
+	m.mu.Unlock()
+	return m.putBackUnder(ctx, l.token, it, raw, front)
+}
+
+// putBackUnder is PutBack under the lease token the item was popped under:
+// not under a later lease of the same worker (taken after the first ran out,
+// whose acquire requeued the item: it may be in flight again, popped anew).
+func (m *Member) putBackUnder(ctx context.Context, token string, it *frontier.Item, raw string, front bool) (bool, error) {
 	c := m.c
 	p := c.PartitionOf(it.Host)
-	m.mu.Lock()
-	l := m.owned[p]
-	m.mu.Unlock()
 	where := "back"
 	if front {
 		where = "front"
 	}
 	v, err := c.run(ctx, "put back", putBackScript,
-		[]string{c.leaseKey(p), c.queueKey(p, it.Host), c.hostsKey(p), c.inflightKey(p)},
-		l.token, it.Host, raw, EncodeItem(it), where)
+		[]string{c.leaseKey(p), c.queueKey(p, it.Host), c.hostsKey(p), c.inflightKey(p), c.hostBudgetKey(p)},
+		token, it.Host, raw, EncodeItem(it), where)
 	if err != nil {
 		return false, err
 	}

@@ -60,6 +60,9 @@ type RobotsEntry struct {
 	Status  int       `json:"s"`
 	Body    string    `json:"b,omitempty"`
 	Fetched time.Time `json:"t"`
+	// A transport failure (fetch.RobotsEntry's Err and Incurable).
+	Err       string `json:"x,omitempty"`
+	Incurable bool   `json:"i,omitempty"`
 }
 
 func (c *Crawl) robotsKey(p int) string { return c.partTag(p) + "r" }

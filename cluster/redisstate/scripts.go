@@ -16,11 +16,14 @@ import (
 // declared keys.
 
 // enqueueScript marks URLs of one partition seen and queues them, each
-// unless it was seen. KEYS: the partition's host set, then per URL its seen
+// unless it was seen. Every script
+// that pushes or pops keeps the partition's count of queued items
+// (queueCountKey: the host set's key with "n" for "hosts"), in the same
+// step as the queue. KEYS: the partition's host set, then per URL its seen
 // bucket and its host's queue. ARGV: per URL its field (fingerprint), id,
 // item and host. Returns per URL 1, id when queued, or 0, the existing id.
 var enqueueScript = redis.NewScript(`#!lua
-local out = {}
+local out, queued = {}, 0
 for i = 0, #ARGV / 4 - 1 do
   local seen, field, id = KEYS[2 + 2*i], ARGV[1 + 4*i], ARGV[2 + 4*i]
   local old = redis.call('HGET', seen, field)
@@ -31,10 +34,12 @@ for i = 0, #ARGV / 4 - 1 do
     redis.call('HSET', seen, field, id)
     redis.call('RPUSH', KEYS[3 + 2*i], ARGV[3 + 4*i])
     redis.call('SADD', KEYS[1], ARGV[4 + 4*i])
+    queued = queued + 1
     out[#out + 1] = 1
     out[#out + 1] = id
   end
 end
+if queued > 0 then redis.call('INCRBY', string.sub(KEYS[1], 1, -6) .. 'n', queued) end
 return out
 `)
 
@@ -48,15 +53,18 @@ return {1, ARGV[2]}
 `)
 
 // requeueAll is the Lua fragment that moves every in-flight item of a
-// partition back to the head of its host's queue.
+// partition back to the head of its host's queue, giving its page back to
+// its host's budget (hb, budget.go).
 const requeueAll = `
-local function requeue(inflight, hosts, qprefix)
+local function requeue(inflight, hosts, qprefix, hb)
   local all = redis.call('HGETALL', inflight)
   for i = 1, #all, 2 do
     redis.call('LPUSH', qprefix .. all[i+1], all[i])
     redis.call('SADD', hosts, all[i+1])
+    if tonumber(redis.call('HGET', hb, all[i+1]) or '0') > 0 then redis.call('HINCRBY', hb, all[i+1], -1) end
   end
   redis.call('DEL', inflight)
+  if #all > 0 then redis.call('INCRBY', string.sub(hosts, 1, -6) .. 'n', #all / 2) end
   return #all / 2
 end
 `
@@ -66,7 +74,7 @@ end
 // robots.txt entries of the last lease go: robots.txt is fetched once per host
 // and lease, so they would not be used again (and Redis holds only the
 // entries of hosts crawled under the leases now held).
-// KEYS: lease, epoch, in-flight hash, host set, robots hash.
+// KEYS: lease, epoch, in-flight hash, host set, robots hash, host budgets.
 // ARGV: worker, ttl ms, queue key prefix.
 // Returns {epoch, items requeued}, or {0, 0} when the lease is held.
 var acquireScript = redis.NewScript(`#!lua` + requeueAll + `
@@ -74,45 +82,76 @@ if redis.call('EXISTS', KEYS[1]) == 1 then return {0, 0} end
 local epoch = redis.call('INCR', KEYS[2])
 redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. epoch, 'PX', ARGV[2])
 redis.call('DEL', KEYS[5])
-local n = requeue(KEYS[3], KEYS[4], ARGV[3])
+local n = requeue(KEYS[3], KEYS[4], ARGV[3], KEYS[6])
 return {epoch, n}
 `)
 
-// renewScript extends a lease its holder still holds.
+// renewScript extends a lease its holder still holds. It runs when Redis is
+// over maxmemory too (allow-oom: GET and PEXPIRE of an existing key take no
+// memory), so a worker paused by a full Redis keeps its partitions.
 // KEYS: lease. ARGV: token ("worker epoch"), ttl ms. Returns 1, or 0 if lost.
-var renewScript = redis.NewScript(`#!lua
+var renewScript = redis.NewScript(`#!lua flags=allow-oom
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 `)
 
 // releaseScript gives a lease up, putting what is in flight back first.
-// KEYS: lease, in-flight hash, host set. ARGV: token, queue key prefix.
-// Returns the items requeued, or -1 if the lease was not held.
+// KEYS: lease, in-flight hash, host set, host budgets. ARGV: token, queue
+// key prefix. Returns the items requeued, or -1 if the lease was not held.
 var releaseScript = redis.NewScript(`#!lua` + requeueAll + `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
-local n = requeue(KEYS[2], KEYS[3], ARGV[2])
+local n = requeue(KEYS[2], KEYS[3], ARGV[2], KEYS[4])
 redis.call('DEL', KEYS[1])
 return n
 `)
 
 // popScript leases the head of a host's queue: it moves to the in-flight
 // hash, in the same step, so that a worker that dies now loses nothing.
-// KEYS: lease, host queue, host set, in-flight hash. ARGV: token, host.
-// Returns the item, nil when the queue is empty, or a NOTOWNER error.
+// With a host budget (ARGV[3] above 0) it spends one page of it (KEYS[5],
+// budget.go); a host whose budget is spent leaves the host set (its queue
+// stays) and the reply is a SPENT error.
+// With ARGV[4] "1" (a worker's Frontier) it reads the host's failures
+// (KEYS[6], hoststate.go): the reply of a host given up is a DEAD error
+// (the host stays in the host set until its queue is drained); else it is
+// {item, failures so far}. With ARGV[5] "drain" it pops only from a host
+// given up (else an ALIVE error), and the reply is {item, the give-up's
+// value}: the queue is drained into records.
+// KEYS: lease, host queue, host set, in-flight hash[, host budgets, host failures].
+// ARGV: token, host[, host budget, "1"[, "drain"]].
+// Returns the item, nil when the queue is empty, or a NOTOWNER, SPENT, DEAD or ALIVE error.
 var popScript = redis.NewScript(`#!lua
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return redis.error_reply('NOTOWNER partition lease lost') end
+local state = ARGV[4] == '1'
+local drain = ARGV[5] == 'drain'
+local fails = 0
+if state then
+  local hv = redis.call('HGET', KEYS[6], ARGV[2])
+  local dead = hv and string.sub(hv, 1, 1) == 'd'
+  if dead and not drain then return redis.error_reply('DEAD host given up') end
+  if drain and not dead then return redis.error_reply('ALIVE host not given up') end
+  if drain then fails = hv else fails = tonumber(hv or '0') end
+end
+local maxh = tonumber(ARGV[3] or '0')
+if maxh > 0 and tonumber(redis.call('HGET', KEYS[5], ARGV[2]) or '0') >= maxh then
+  redis.call('SREM', KEYS[3], ARGV[2])
+  return redis.error_reply('SPENT host page budget spent')
+end
 local it = redis.call('LPOP', KEYS[2])
 if redis.call('LLEN', KEYS[2]) == 0 then redis.call('SREM', KEYS[3], ARGV[2]) end
 if not it then return nil end
+redis.call('DECR', string.sub(KEYS[3], 1, -6) .. 'n')
 redis.call('HSET', KEYS[4], it, ARGV[2])
+if maxh > 0 then redis.call('HINCRBY', KEYS[5], ARGV[2], 1) end
+if state then return {it, fails} end
 return it
 `)
 
 // putBackScript returns a leased item to its host's queue (front or back),
 // as it now reads (tries counted), unless the lease was lost: then the new
 // holder has requeued it already.
-// KEYS: lease, host queue, host set, in-flight hash.
+// It gives the item's page back to its host's budget (KEYS[5], budget.go).
+// KEYS: lease, host queue, host set, in-flight hash, host budgets.
 // ARGV: token, host, leased item, item to queue, "front" or "back".
 // Returns 1 when requeued, 0 when the lease was lost.
 var putBackScript = redis.NewScript(`#!lua
@@ -120,6 +159,8 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if redis.call('HDEL', KEYS[4], ARGV[3]) == 0 then return 0 end
 if ARGV[5] == 'front' then redis.call('LPUSH', KEYS[2], ARGV[4]) else redis.call('RPUSH', KEYS[2], ARGV[4]) end
 redis.call('SADD', KEYS[3], ARGV[2])
+redis.call('INCR', string.sub(KEYS[3], 1, -6) .. 'n')
+if tonumber(redis.call('HGET', KEYS[5], ARGV[2]) or '0') > 0 then redis.call('HINCRBY', KEYS[5], ARGV[2], -1) end
 return 1
 `)
 
@@ -215,13 +256,22 @@ return {0}
 
 // doneScript ends a popped item's lease (a script, not HDEL, so that in a
 // transaction with enqueueScript calls it fails with them when Redis lost its
-// scripts: see Commit). KEYS: in-flight hash. ARGV: item.
+// scripts: see Commit): it removes the item's in-flight record only when the
+// partition's epoch is still the one the item was popped under. Else the
+// partition was taken since (a worker that stalled past its lease commits
+// late): the acquire requeued the item, and the record there now, if any, is
+// the new holder's pop, which must stay for its holder (or, if that one dies,
+// for the next acquire) to end or requeue.
+// KEYS: in-flight hash, epoch. ARGV: item, epoch popped under.
+// Returns 1 when removed, 0 when not in flight, -1 when left (epoch moved).
 var doneScript = redis.NewScript(`#!lua
+if redis.call('GET', KEYS[2]) ~= ARGV[2] then return -1 end
 return redis.call('HDEL', KEYS[1], ARGV[1])
 `)
 
 var allScripts = []*redis.Script{doneScript, enqueueScript, markScript, acquireScript, renewScript, releaseScript,
-	popScript, putBackScript, ipReserveScript, ipReleaseScript, checkAndAddScript, pushScript, takeScript}
+	popScript, putBackScript, budgetScript, refundScript, failScript, resetScript, ipReserveScript, ipReleaseScript, checkAndAddScript, pushScript, takeScript, checkLeaseScript,
+	queuedScript}
 
 // loadScripts loads every script (after a restart flushed them).
 func loadScripts(ctx context.Context, rdb redis.Scripter) error {
@@ -271,4 +321,24 @@ func (c *Crawl) run(ctx context.Context, op string, s *redis.Script, keys []stri
 		return nil, wrap(op, err)
 	}
 	return v, nil
+}
+
+// scriptNames names the scripts (ScriptNames).
+var scriptNames = map[string]*redis.Script{
+	"done": doneScript, "enqueue": enqueueScript, "mark": markScript, "acquire": acquireScript, "renew": renewScript,
+	"release": releaseScript, "pop": popScript, "putBack": putBackScript, "budget": budgetScript, "refund": refundScript,
+	"fail": failScript, "reset": resetScript, "ipReserve": ipReserveScript, "ipRelease": ipReleaseScript,
+	"checkAndAdd": checkAndAddScript, "push": pushScript, "take": takeScript, "checkLease": checkLeaseScript,
+	"queued": queuedScript, "commit": commitScript, "route": routeScript, "pausedBeat": pausedBeatScript,
+}
+
+// ScriptNames maps each script's SHA1 (EVALSHA's first argument) to its
+// name: what Redis spends on each script, from its SLOWLOG (`benchtool scale
+// -scriptstats`).
+func ScriptNames() map[string]string {
+	out := make(map[string]string, len(scriptNames))
+	for name, s := range scriptNames {
+		out[s.Hash()] = name
+	}
+	return out
 }

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -37,8 +40,8 @@ import (
 // it is tried again every Pause until Redis accepts it or ctx ends; the
 // pause is logged once with its reason.
 //
-// The commit script names keys of many partitions: Store needs a standalone
-// Redis (or a Cluster with one shard's slots); see docs/SCALE.md.
+// The commit script names keys of many partitions: against a Cluster the
+// commit is split by slot instead (slotcommit.go; docs/SCALE.md).
 type Store struct {
 	c      *Crawl
 	db     *storage.DB
@@ -46,25 +49,46 @@ type Store struct {
 	fr     *Frontier
 	logger *slog.Logger
 	Pause  time.Duration // between tries while Redis refuses (default 1 s)
+
+	// Remote texts (text.go): the id this worker answers under, whether
+	// it serves (and so asks), counters, the bound of one request.
+	keeper       string
+	serving      atomic.Bool
+	texts        textStats
+	reqSeq       atomic.Uint64
+	fallbackOnce sync.Once
+	unkMu        sync.Mutex
+	unknown      map[uint64]time.Time
+	latMu        sync.Mutex
+	lats         []time.Duration
+	TextTimeout  time.Duration // one remote text request (default DefaultTextTimeout)
 }
 
 var (
-	_ crawl.Store          = (*Store)(nil)
-	_ crawl.Tx             = (*seamTx)(nil)
-	_ crawl.SeenPrefetcher = (*seamTx)(nil)
-	_ crawl.Frontier       = (*Frontier)(nil)
-	_ crawl.DuplicateIndex = (*Index)(nil)
+	_ crawl.Store            = (*Store)(nil)
+	_ crawl.Tx               = (*seamTx)(nil)
+	_ crawl.SeenPrefetcher   = (*seamTx)(nil)
+	_ crawl.PagePrefetcher   = (*seamTx)(nil)
+	_ crawl.Frontier         = (*Frontier)(nil)
+	_ crawl.LeaseChecker     = (*Frontier)(nil)
+	_ crawl.DuplicateIndex   = (*Index)(nil)
+	_ crawl.PrefetchingIndex = (*Index)(nil)
 )
 
 // NewStore returns worker's Store over its data dir db. ids hands out the
 // crawl-wide page ids; fr, when not nil, is the worker's frontier: the
 // deletion of a leased item's queue entry (Tx.DeleteQueue) then ends its
-// lease in the same commit.
-func (c *Crawl) NewStore(db *storage.DB, ids *IDs, fr *Frontier, logger *slog.Logger) *Store {
+// lease in the same commit. An error is the data dir's keeper id
+// (keeperID) that cannot be read or saved.
+func (c *Crawl) NewStore(db *storage.DB, ids *IDs, fr *Frontier, logger *slog.Logger) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Store{c: c, db: db, ids: ids, fr: fr, logger: logger, Pause: time.Second}
+	keeper, err := keeperID(db)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{c: c, db: db, ids: ids, fr: fr, logger: logger, Pause: time.Second, keeper: keeper}, nil
 }
 
 // errConflict: another worker marked or took what the transaction relied on.
@@ -127,16 +151,25 @@ func (s *Store) commit(ctx context.Context, t *seamTx) error {
 
 func (s *Store) GetMeta(_ context.Context, name string) ([]byte, error) { return s.db.GetMeta(name) }
 func (s *Store) PutMeta(_ context.Context, name string, v []byte) error { return s.db.PutMeta(name, v) }
-func (s *Store) Page(_ context.Context, id uint64) (*storage.Page, error) {
-	return s.db.Page(id)
+
+// Page reads the record of a page this worker fetched, or asks the worker
+// that keeps it (text.go; while Serve runs).
+func (s *Store) Page(ctx context.Context, id uint64) (*storage.Page, error) {
+	p, err := s.db.Page(id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return s.remotePage(ctx, id)
+	}
+	return p, err
 }
 
-// Text reads the text of a page this worker fetched; another worker's is
-// crawl.ErrElsewhere (and storage.ErrNotFound).
-func (s *Store) Text(_ context.Context, id uint64) (string, error) {
+// Text reads the text of a page this worker fetched, or asks the worker that
+// keeps it (text.go; while Serve runs). A text no worker answers for is
+// crawl.ErrElsewhere (and storage.ErrNotFound): the settlement falls back to
+// the sketch rule.
+func (s *Store) Text(ctx context.Context, id uint64) (string, error) {
 	t, err := s.db.Text(id)
 	if errors.Is(err, storage.ErrNotFound) {
-		return "", fmt.Errorf("page %d: %w (%w)", id, crawl.ErrElsewhere, err)
+		return s.remoteText(ctx, id)
 	}
 	return t, err
 }
@@ -194,7 +227,7 @@ type hkey struct{ key, field string }
 
 // txOp is one buffered Redis write or check, applied by commitScript.
 type txOp struct {
-	code       byte // N: mark (check absent, set), T: take (check value, delete), H: set, D: delete, R: rpush, S: sadd
+	code       byte // N: mark (check absent, set), T: take (check value, delete), G/A: read (check value/absent), H: set, D: delete, R: rpush, S: sadd, X: xadd (field: the cap), E: end of a lease (value: the epoch popped under)
 	key, field string
 	value      string
 }
@@ -204,13 +237,19 @@ type txOp struct {
 // as they read after them (nil: deleted).
 type seamTx struct {
 	*storage.Tx
-	s     *Store
-	ctx   context.Context
-	ops   []txOp
-	over  map[hkey]*string
-	read  map[hkey]*string // fields read (PrefetchSeen), nil: absent
-	ended []string         // raw forms of leases ended by the commit
-	hosts []string         // their hosts
+	s         *Store
+	ctx       context.Context
+	ops       []txOp
+	over      map[hkey]*string
+	read      map[hkey]*string             // fields read (PrefetchPage, GetEvidence), nil: absent
+	deps      map[string]map[string]string // dependents read by PrefetchPage, by counterpart
+	links     []string                     // the links PrefetchPage read
+	checked   map[hkey]bool                // evidence read by GetEvidence: checked at the commit
+	summaries map[hkey]string              // page summaries read from Redis (checked when deleted)
+	ended     []string                     // raw forms of leases ended by the commit
+	hosts     []string                     // their hosts
+	left      int64                        // of those, the ends that left the in-flight record (the partition was taken since the pop)
+	slots     *slotCommit                  // a commit on a Cluster under way (slotcommit.go)
 }
 
 func (t *seamTx) put(code byte, key, field, v string) {
@@ -218,7 +257,7 @@ func (t *seamTx) put(code byte, key, field, v string) {
 	switch code {
 	case 'N', 'H':
 		t.over[hkey{key, field}] = &v
-	case 'T', 'D':
+	case 'T', 'D', 'E':
 		t.over[hkey{key, field}] = nil
 	}
 }
@@ -255,45 +294,137 @@ func (t *seamTx) SeenID(u string) (uint64, bool, error) {
 
 // PrefetchSeen reads the marks of urls in one pipeline (one round trip);
 // SeenID and CheckAndMark then answer from it. A mark made meanwhile by
-// another worker is caught by the commit's check.
+// another worker is caught by the commit's check. The same pipeline reads
+// what the canonical hints ask of a link not seen (crawl/canonical.go): its
+// skip record and the alias hint of its key, so that a page's links cost
+// one round trip with the hints too.
 func (t *seamTx) PrefetchSeen(urls []string) error {
+	if slices.Equal(urls, t.links) {
+		return nil // read by PrefetchPage
+	}
+	return t.PrefetchPage(crawl.PageReads{Links: urls})
+}
+
+// PrefetchPage reads what a page's commit will read (crawl.PagePrefetcher)
+// in one pipeline: its links as PrefetchSeen does, the evidence records
+// named (TakeEvidence and GetEvidence then answer from them, and check them
+// at the commit as when read one by one), the dependents named (Dependents
+// then answers from them, with the transaction's own writes on top, as when
+// read at the call). What is read already is not read again. The
+// worker's IP releases kept for a round trip go in the same pipeline
+// (release.go).
+func (t *seamTx) PrefetchPage(r crawl.PageReads) error { return t.prefetch(r, nil) }
+
+// prefetch is PrefetchPage with also's commands in the same pipeline (the
+// duplicate index's first round: Index.CheckAndAddPrefetch); their replies
+// are also's caller's to read.
+func (t *seamTx) prefetch(r crawl.PageReads, also func(redis.Pipeliner)) error {
 	var want []hkey
-	for _, u := range urls {
-		key, field := t.s.c.seenSlot(frontier.HostKey(u), u)
-		k := hkey{key, field}
+	add := func(k hkey) {
 		if _, ok := t.over[k]; ok {
-			continue
+			return
 		}
 		if _, ok := t.read[k]; ok {
-			continue
+			return
 		}
 		want = append(want, k)
 	}
-	if len(want) == 0 {
+	for _, u := range r.Links {
+		key, field := t.s.c.seenSlot(frontier.HostKey(u), u)
+		add(hkey{key, field})
+		add(hkey{t.s.c.skipKey(u), u})
+		add(hkey{t.s.c.evidenceKey("alias"), crawl.AliasKey(u)})
+	}
+	for _, e := range r.Evidence {
+		add(hkey{t.s.c.evidenceKey(e.Kind), e.Key})
+	}
+	var deps []string
+	for _, u := range r.Dependents {
+		if _, ok := t.deps[u]; !ok && !slices.Contains(deps, u) {
+			deps = append(deps, u)
+		}
+	}
+	if len(want) == 0 && len(deps) == 0 && also == nil {
 		return nil
 	}
-	cmds, err := t.s.c.rdb.Pipelined(t.ctx, func(p redis.Pipeliner) error {
-		for _, k := range want {
-			p.HGet(t.ctx, k.key, k.field)
+	t.links = r.Links
+	// One HMGET a hash: a page's links' alias hints share one, its links
+	// on one host their seen bucket and skip records.
+	var keys []string
+	fields := map[string][]string{}
+	for _, k := range want {
+		if _, ok := fields[k.key]; !ok {
+			keys = append(keys, k.key)
+		}
+		fields[k.key] = append(fields[k.key], k.field)
+	}
+	rs := t.s.fr.takeReleases()
+	var rcmds []*redis.Cmd
+	hm := make([]*redis.SliceCmd, len(keys))
+	dc := make([]*redis.MapStringStringCmd, len(deps))
+	_, err := t.s.c.rdb.Pipelined(t.ctx, func(p redis.Pipeliner) error {
+		rcmds = t.s.fr.queueReleases(t.ctx, p, rs)
+		for i, k := range keys {
+			hm[i] = p.HMGet(t.ctx, k, fields[k]...)
+		}
+		for i, u := range deps {
+			dc[i] = p.HGetAll(t.ctx, t.s.c.depKey(u))
+		}
+		if also != nil {
+			also(p)
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return wrap("read seen", err)
+	t.s.fr.releasesSent(t.ctx, rs, rcmds, err)
+	// The reads' own errors (a pipeline cut short may leave a command
+	// without its reply or its error).
+	for _, c := range hm {
+		if e := replyErr(c, c.Val() == nil, err); e != nil {
+			return wrap("read seen", e)
+		}
+	}
+	for _, c := range dc {
+		if e := replyErr(c, c.Val() == nil, err); e != nil {
+			return wrap("dependents", e)
+		}
 	}
 	if t.read == nil {
 		t.read = make(map[hkey]*string, len(want))
 	}
-	for i, k := range want {
-		v, err := cmds[i].(*redis.StringCmd).Result()
-		switch {
-		case errors.Is(err, redis.Nil):
-			t.read[k] = nil
-		case err != nil:
-			return wrap("read seen", err)
-		default:
-			t.read[k] = &v
+	for i, k := range keys {
+		vals := hm[i].Val()
+		if len(vals) != len(fields[k]) {
+			return fmt.Errorf("redisstate: read seen: %d values for %d fields", len(vals), len(fields[k]))
 		}
+		for j, f := range fields[k] {
+			if v, ok := vals[j].(string); ok {
+				t.read[hkey{k, f}] = &v
+			} else {
+				t.read[hkey{k, f}] = nil
+			}
+		}
+	}
+	if len(deps) > 0 && t.deps == nil {
+		t.deps = make(map[string]map[string]string, len(deps))
+	}
+	for i, u := range deps {
+		m := dc[i].Val()
+		if m == nil {
+			m = map[string]string{}
+		}
+		t.deps[u] = m
+	}
+	return nil
+}
+
+// replyErr is a pipelined command's error: its own, or the pipeline's
+// (perr) when it has no reply.
+func replyErr(c redis.Cmder, noReply bool, perr error) error {
+	if err := c.Err(); err != nil {
+		return err
+	}
+	if noReply {
+		return perr
 	}
 	return nil
 }
@@ -325,11 +456,29 @@ func (c *Crawl) recordKey(id uint64) string {
 	return "hs:{" + c.name + "/g}:" + strconv.FormatUint(id>>7, 36)
 }
 
-// summary is what other workers read of a page record (GetPage of a page
-// this worker did not fetch): what the engine decides on, not the content.
-func summary(p *storage.Page) *storage.Page {
-	return &storage.Page{ID: p.ID, URL: p.URL, FinalURL: p.FinalURL, Status: p.Status,
-		Class: p.Class, OriginalID: p.OriginalID, ErrorClass: p.ErrorClass}
+// pageSummary is what other workers read of a page record (GetPage of a
+// page this worker did not fetch, into a storage.Page: the fields carry its
+// JSON names): what the engine decides on, not the content (its word count:
+// whether a mirror comparison can use it, and whether it is long enough to
+// stand for a copy), and the keeper of the page's data dir, which answers
+// for its text (text.go). Its own type, not a storage.Page: the record's
+// other fields (the zero ones not omitted among them) cost encoding time and
+// Redis memory on every page.
+type pageSummary struct {
+	ID         uint64        `json:"id"`
+	URL        string        `json:"url"`
+	FinalURL   string        `json:"final_url,omitempty"`
+	Status     int           `json:"status"`
+	Class      storage.Class `json:"class"`
+	OriginalID uint64        `json:"original_id,omitempty"`
+	ErrorClass string        `json:"error_class,omitempty"`
+	Words      int           `json:"words,omitempty"`
+	Keeper     string        `json:"k,omitempty"`
+}
+
+func (s *Store) summary(p *storage.Page) *pageSummary {
+	return &pageSummary{ID: p.ID, URL: p.URL, FinalURL: p.FinalURL, Status: p.Status, Class: p.Class,
+		OriginalID: p.OriginalID, ErrorClass: p.ErrorClass, Words: p.Words, Keeper: s.keeper}
 }
 
 // PutPage records p in the worker's data dir and its summary in Redis.
@@ -337,7 +486,7 @@ func (t *seamTx) PutPage(p *storage.Page) error {
 	if err := t.Tx.PutPage(p); err != nil {
 		return err
 	}
-	b, err := json.Marshal(summary(p))
+	b, err := json.Marshal(t.s.summary(p))
 	if err != nil {
 		return err
 	}
@@ -346,28 +495,52 @@ func (t *seamTx) PutPage(p *storage.Page) error {
 }
 
 // GetPage reads the record of a page this worker fetched, or the summary of
-// one another worker did.
+// one another worker did. A copy this worker skipped when it was leased
+// (class mirror_skipped) is read from its summary too: another worker may
+// have queued it again (the summary is then gone, and so is the page:
+// storage.ErrNotFound).
 func (t *seamTx) GetPage(id uint64) (*storage.Page, error) {
 	p, err := t.Tx.GetPage(id)
-	if !errors.Is(err, storage.ErrNotFound) {
+	if err == nil && p.Class != storage.ClassMirrorSkipped || err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return p, err
 	}
-	v, ok, err := t.hget(t.s.c.recordKey(id), strconv.FormatUint(id, 36))
-	if err != nil {
-		return nil, err
+	k := hkey{t.s.c.recordKey(id), strconv.FormatUint(id, 36)}
+	v, ok, rerr := t.hget(k.key, k.field)
+	if rerr != nil {
+		return nil, rerr
 	}
 	if !ok {
 		return nil, storage.ErrNotFound
+	}
+	if _, buffered := t.over[k]; !buffered {
+		if t.summaries == nil {
+			t.summaries = map[hkey]string{}
+		}
+		t.summaries[k] = v
+	}
+	if err == nil {
+		return p, nil
 	}
 	var q storage.Page
 	return &q, json.Unmarshal([]byte(v), &q)
 }
 
+// DeletePage deletes the record and its summary; a summary the transaction
+// read is deleted only if it still holds what was read (a skipped copy that
+// two workers queue again at once is queued by one: the other's
+// transaction runs again and finds it gone).
 func (t *seamTx) DeletePage(id uint64) error {
 	if err := t.Tx.DeletePage(id); err != nil {
 		return err
 	}
-	t.put('D', t.s.c.recordKey(id), strconv.FormatUint(id, 36), "")
+	k := hkey{t.s.c.recordKey(id), strconv.FormatUint(id, 36)}
+	if v, read := t.summaries[k]; read {
+		if _, buffered := t.over[k]; !buffered {
+			t.put('T', k.key, k.field, v)
+			return nil
+		}
+	}
+	t.put('D', k.key, k.field, "")
 	return nil
 }
 
@@ -391,11 +564,11 @@ func (t *seamTx) DeleteQueue(host string, _ uint64) error {
 	if t.s.fr == nil {
 		return nil
 	}
-	raw, ok := t.s.fr.leasedRaw(host)
+	raw, epoch, ok := t.s.fr.leasedRaw(host)
 	if !ok {
 		return nil
 	}
-	t.put('D', t.s.c.inflightKey(t.s.c.PartitionOf(host)), raw, "")
+	t.put('E', t.s.c.inflightKey(t.s.c.PartitionOf(host)), raw, strconv.FormatInt(epoch, 10))
 	t.ended, t.hosts = append(t.ended, raw), append(t.hosts, host)
 	return nil
 }
@@ -452,9 +625,12 @@ func (t *seamTx) AddDependent(counterpart string, d storage.Dependent) error {
 
 func (t *seamTx) Dependents(counterpart string) ([]storage.Dependent, error) {
 	key := t.s.c.depKey(counterpart)
-	m, err := t.s.c.rdb.HGetAll(t.ctx, key).Result()
-	if err != nil {
-		return nil, wrap("dependents", err)
+	m, read := maps.Clone(t.deps[counterpart]), t.deps[counterpart] != nil
+	if !read {
+		var err error
+		if m, err = t.s.c.rdb.HGetAll(t.ctx, key).Result(); err != nil {
+			return nil, wrap("dependents", err)
+		}
 	}
 	for k, v := range t.over {
 		if k.key != key {
@@ -482,23 +658,58 @@ func (t *seamTx) DeleteDependent(counterpart string, d storage.Dependent) error 
 	return nil
 }
 
+// reportedEvidence are the evidence kinds a data dir's report reads
+// (crawl.Report: mirror candidates, host give-ups, capped Crawl-delays,
+// parameter rules): they are written to the worker's data dir too, so that
+// the merged report of the workers' dirs shows them (session.MergedReport
+// keeps one of each; every worker's mirror detector follows the crawl's
+// mirror log, and the merged report lists each mirror once with the requests
+// each worker's skips saved summed).
+var reportedEvidence = map[string]bool{"giveup": true, "crawldelay": true, "param": true, "mirror": true}
+
 func (t *seamTx) PutEvidence(kind, key string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
+	}
+	if reportedEvidence[kind] {
+		if err := t.Tx.PutEvidence(kind, key, v); err != nil {
+			return err
+		}
 	}
 	t.put('H', t.s.c.evidenceKey(kind), key, string(b))
 	return nil
 }
 
 // GetEvidence reads a crawl-wide record (this transaction's writes
-// included) without taking it (crawl.EvidenceReader). The read is not
-// checked at the commit: crawl.BuildShared turns the canonical hints that
-// read-modify-write these records off.
+// included) without taking it (crawl.EvidenceReader). What it read from
+// Redis is checked at the commit (the record still holds that value, or is
+// still absent): a transaction that read-modify-writes records (the
+// canonical hints) runs again when another worker changed one meanwhile.
 func (t *seamTx) GetEvidence(kind, key string) ([]byte, bool, error) {
-	v, ok, err := t.hget(t.s.c.evidenceKey(kind), key)
-	if err != nil || !ok {
+	k := hkey{t.s.c.evidenceKey(kind), key}
+	_, buffered := t.over[k]
+	v, ok, err := t.hget(k.key, k.field)
+	if err != nil {
 		return nil, false, err
+	}
+	if !buffered && !t.checked[k] {
+		if t.read == nil {
+			t.read = map[hkey]*string{}
+		}
+		if t.checked == nil {
+			t.checked = map[hkey]bool{}
+		}
+		code := byte('A') // checked absent
+		t.read[k] = nil
+		if ok {
+			code, t.read[k] = 'G', &v // checked to hold v
+		}
+		t.checked[k] = true
+		t.ops = append(t.ops, txOp{code: code, key: k.key, field: k.field, value: v})
+	}
+	if !ok {
+		return nil, false, nil
 	}
 	return []byte(v), true, nil
 }
@@ -521,33 +732,52 @@ func (t *seamTx) TakeEvidence(kind, key string) ([]byte, bool, error) {
 }
 
 // commitScript applies a transaction's buffered ops: first the checks (a
-// mark's field still absent, a take's field still holding the value read),
-// returning 0 without writing if one fails, then the writes, returning 1.
+// mark's field still absent, a take's field still holding the value read, a
+// record read still holding its value (G) or still absent (A)), returning 0
+// without writing if one fails, then the writes, returning 1 plus the ends
+// of leases left. The end of a lease (E, key: the partition's in-flight hash
+// "...}:f", whose epoch key "...}:epoch" it reads, in the same slot) removes
+// the item's in-flight record only when the partition's epoch is still the
+// one it was popped under (doneScript); else it is left and counted. A push
+// (R) grows the partition's count of queued items (queueCountKey, in the
+// queue's slot).
 // KEYS: the keys named. ARGV: per op its code, key index, field, value.
+// (Plain: one command an op. Grouping a hash's checks into one HMGET and its
+// writes into one HSET cost Redis more CPU than it saved, measured: the Lua
+// tables it takes are dearer than the commands.)
 var commitScript = redis.NewScript(`#!lua
 for i = 1, #ARGV, 4 do
   local c, k, f = ARGV[i], KEYS[tonumber(ARGV[i+1])], ARGV[i+2]
-  if c == 'N' then
+  if c == 'N' or c == 'A' then
     if redis.call('HEXISTS', k, f) == 1 then return 0 end
-  elseif c == 'T' then
+  elseif c == 'T' or c == 'G' then
     if redis.call('HGET', k, f) ~= ARGV[i+3] then return 0 end
   end
 end
+local left = 0
 for i = 1, #ARGV, 4 do
   local c, k, f, v = ARGV[i], KEYS[tonumber(ARGV[i+1])], ARGV[i+2], ARGV[i+3]
   if c == 'N' or c == 'H' then redis.call('HSET', k, f, v)
   elseif c == 'T' or c == 'D' then redis.call('HDEL', k, f)
-  elseif c == 'R' then redis.call('RPUSH', k, v)
+  elseif c == 'E' then
+    if redis.call('GET', string.sub(k, 1, -2) .. 'epoch') == v then redis.call('HDEL', k, f) else left = left + 1 end
+  elseif c == 'R' then
+    redis.call('RPUSH', k, v)
+    redis.call('INCR', string.sub(k, 1, string.find(k, '}:', 1, true) + 1) .. 'n')
   elseif c == 'S' then redis.call('SADD', k, v)
+  elseif c == 'X' then redis.call('XADD', k, 'MAXLEN', '~', f, '*', 'e', v)
   end
 end
-return 1
+return 1 + left
 `)
 
 // commit applies the buffered ops in one round trip.
 func (t *seamTx) commit() error {
 	if len(t.ops) == 0 {
 		return nil
+	}
+	if t.s.c.onCluster() {
+		return t.commitSlots()
 	}
 	idx := map[string]int{}
 	var keys []string
@@ -564,13 +794,15 @@ func (t *seamTx) commit() error {
 		}
 		args = append(args, string(op.code), i, op.field, op.value)
 	}
-	v, err := t.s.c.run(t.ctx, "commit", commitScript, keys, args...)
+	v, err := t.s.c.runWithReleases(t.ctx, t.s.fr, "commit", commitScript, keys, args...)
 	if err != nil {
 		return err
 	}
-	if n, _ := v.(int64); n != 1 {
+	n, _ := v.(int64)
+	if n < 1 {
 		return errConflict
 	}
+	t.left = n - 1
 	return nil
 }
 
@@ -579,20 +811,26 @@ func (t *seamTx) committed() {
 	for i, raw := range t.ended {
 		t.s.fr.endedRaw(t.hosts[i], raw)
 	}
+	if t.left > 0 {
+		t.s.fr.m.staleEnds.Add(t.left)
+		t.s.logger.Warn("a commit left the in-flight record of its item: the item's partition was taken again since its pop (this worker stalled past its lease): the record there, if any, is the new holder's",
+			"hosts", t.hosts, "left", t.left)
+	}
 }
 
 // leasedRaw is the queue form of the item of host this worker holds in
-// flight, when it holds exactly one that is not ended.
-func (f *Frontier) leasedRaw(host string) (string, bool) {
+// flight, and the epoch of the lease it was popped under, when it holds
+// exactly one that is not ended.
+func (f *Frontier) leasedRaw(host string) (string, int64, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	raw, n := "", 0
+	raw, epoch, n := "", int64(0), 0
 	for it, l := range f.leased {
 		if it.Host == host && l.raw != "" {
-			raw, n = l.raw, n+1
+			raw, epoch, n = l.raw, l.epoch(), n+1
 		}
 	}
-	return raw, n == 1
+	return raw, epoch, n == 1
 }
 
 // endedRaw records that a commit ended the lease of raw: Finish costs no

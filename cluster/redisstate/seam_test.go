@@ -3,10 +3,12 @@ package redisstate
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -50,8 +52,18 @@ func TestConformance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return storetest.Stores{Store: c.NewStore(db, c.NewIDs(), fr, nil), Index: c.NewIndex(det, DedupOptions{}), Frontier: fr}
+		return storetest.Stores{Store: mustStore(t, c, db, fr), Index: c.NewIndex(det, DedupOptions{}), Frontier: fr}
 	})
+}
+
+// mustStore is c.NewStore over db with a fresh IDs.
+func mustStore(tb testing.TB, c *Crawl, db *storage.DB, fr *Frontier) *Store {
+	tb.Helper()
+	st, err := c.NewStore(db, c.NewIDs(), fr, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return st
 }
 
 // storeOn opens crawl name on srv with a client counting its round trips,
@@ -72,7 +84,7 @@ func storeOn(t *testing.T, srv *redistest.Server, name string, h *roundTrips) (*
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return c, c.NewStore(db, c.NewIDs(), nil, nil)
+	return c, mustStore(t, c, db, nil)
 }
 
 // pageTx is one page's transaction as the engine makes it: its links'
@@ -87,6 +99,13 @@ func pageTx(t *testing.T, s *Store, id uint64, links []string) []string {
 			return err
 		}
 		for _, u := range links {
+			// What the canonical hints ask of a link (crawl/canonical.go).
+			if _, err := tx.GetSkipped(u); err != nil {
+				return err
+			}
+			if _, _, err := tx.(crawl.EvidenceReader).GetEvidence("alias", crawl.AliasKey(u)); err != nil {
+				return err
+			}
 			lid, fresh, err := tx.CheckAndMark(u, tx.NewID)
 			if err != nil {
 				return err
@@ -124,8 +143,9 @@ func linksOf(prefix string, n int) []string {
 }
 
 // TestStoreRoundTripsPerPage: a page's transaction costs two round trips
-// (its links' marks read in one pipeline, the commit in one script call)
-// whether it has 1 link or 200 (ids come in blocks of 1,024: warmed first).
+// (its links' marks, skip records and alias hints read in one pipeline, the
+// commit in one script call) whether it has 1 link or 200 (ids come in
+// blocks of 1,024: warmed first).
 func TestStoreRoundTripsPerPage(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	h := &roundTrips{}
@@ -211,14 +231,19 @@ func TestStoreTextElsewhere(t *testing.T) {
 func TestStorePausesWhileRedisIsDown(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	c, s := storeOn(t, srv, "down", nil)
-	var logs bytes.Buffer
-	s.logger = slog.New(slog.NewTextHandler(&logs, nil))
+	logs := &pauseLog{paused: make(chan struct{})}
+	s.logger = slog.New(slog.NewTextHandler(logs, nil))
 	s.Pause = 50 * time.Millisecond
 	pageTx(t, s, 1, linksOf("warm", 1))
 	links := linksOf("down", 5)
 	stopped := make(chan struct{})
-	done := make(chan []string)
-	err := s.Update(context.Background(), func(tx crawl.Tx) error {
+	done := make(chan struct{})
+	// The commit pauses until ctx ends: when Redis cannot come back (its
+	// port taken meanwhile; Resume fails the test), the test ends instead of
+	// waiting out go test's timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := s.Update(ctx, func(tx crawl.Tx) error {
 		if err := tx.(crawl.SeenPrefetcher).PrefetchSeen(links); err != nil {
 			return err
 		}
@@ -232,10 +257,23 @@ func TestStorePausesWhileRedisIsDown(t *testing.T) {
 		default:
 			srv.Stop() // before the commit
 			close(stopped)
+			// Redis comes back once the commit has found it gone and
+			// paused, not after a fixed time: the client's dial retries
+			// (5 attempts, 100 ms apart) can outlast any fixed sleep.
 			go func() {
-				time.Sleep(400 * time.Millisecond)
+				resumed := false
+				defer func() {
+					if !resumed {
+						cancel() // Resume failed the test (Goexit)
+					}
+					close(done)
+				}()
+				select {
+				case <-logs.paused:
+				case <-time.After(30 * time.Second):
+				}
 				srv.Resume()
-				done <- nil
+				resumed = true
 			}()
 		}
 		return nil
@@ -247,6 +285,9 @@ func TestStorePausesWhileRedisIsDown(t *testing.T) {
 	if !strings.Contains(logs.String(), "pausing") {
 		t.Errorf("the pause was not logged: %s", logs.String())
 	}
+	if !strings.Contains(logs.String(), "accepts writes again") {
+		t.Errorf("the end of the pause was not logged: %s", logs.String())
+	}
 	ids, err := c.Seen(context.Background(), links)
 	if err != nil {
 		t.Fatal(err)
@@ -255,5 +296,97 @@ func TestStorePausesWhileRedisIsDown(t *testing.T) {
 		if id == 0 {
 			t.Errorf("%s not marked after the pause", links[i])
 		}
+	}
+}
+
+// pauseLog is a log buffer safe for concurrent use; paused is closed when
+// the Store logs its pause.
+type pauseLog struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	paused chan struct{}
+	closed bool
+}
+
+func (l *pauseLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed && bytes.Contains(p, []byte("pausing")) {
+		close(l.paused)
+		l.closed = true
+	}
+	return l.buf.Write(p)
+}
+
+func (l *pauseLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// TestStoreEvidenceReadChecked: four workers each add 25 to a counter kept
+// in one evidence record by read-modify-write (GetEvidence, then
+// PutEvidence: as the canonical hints keep a host's record), all at once,
+// and each in one case reads a record absent and writes it (as a hint
+// stored once): the counter ends at 100, no update lost (the commit checks
+// what GetEvidence read and runs the transaction again when another worker
+// changed it), and the record written once is written once.
+func TestStoreEvidenceReadChecked(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	const workers, each = 4, 25
+	stores := make([]*Store, workers)
+	for i := range stores {
+		_, stores[i] = storeOn(t, srv, "rmw", nil)
+	}
+	var wg sync.WaitGroup
+	var firsts atomic.Int32
+	for _, s := range stores {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < each; k++ {
+				wrote := false
+				err := s.Update(context.Background(), func(tx crawl.Tx) error {
+					wrote = false
+					r := tx.(crawl.EvidenceReader)
+					var n struct{ N int }
+					if b, ok, err := r.GetEvidence("counter", "host"); err != nil {
+						return err
+					} else if ok {
+						if err := json.Unmarshal(b, &n); err != nil {
+							return err
+						}
+					}
+					n.N++
+					if err := tx.PutEvidence("counter", "host", n); err != nil {
+						return err
+					}
+					if _, ok, err := r.GetEvidence("once", "key"); err != nil || ok {
+						return err
+					}
+					wrote = true
+					return tx.PutEvidence("once", "key", "first")
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if wrote {
+					firsts.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	rdb := srv.Client(t)
+	v, err := rdb.HGet(context.Background(), "hs:{rmw/e}:counter", "host").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(`{"N":%d}`, workers*each); v != want {
+		t.Errorf("counter %s, want %s: updates lost", v, want)
+	}
+	if n := firsts.Load(); n != 1 {
+		t.Errorf("the record absent at first was written by %d transactions, want 1", n)
 	}
 }

@@ -44,7 +44,11 @@ func (c *Crawl) seenSlot(host, u string) (key, field string) {
 }
 
 func (c *Crawl) queueKey(p int, host string) string { return c.partTag(p) + "q:" + host }
-func (c *Crawl) hostsKey(p int) string              { return c.partTag(p) + "hosts" }
+func (c *Crawl) hostsKey(p int) string              { return c.partTag(p) + "hosts" } // the scripts derive queueCountKey from it
+
+// queueCountKey is the count of the items queued in partition p, kept by
+// every script that pushes or pops (crawls of layout 2: queueCounts).
+func (c *Crawl) queueCountKey(p int) string { return c.partTag(p) + "n" }
 
 // IDs hands out crawl-wide page ids: blocks of the crawl's id counter, and ids
 // given back (a URL found seen after all keeps the id it had) first.

@@ -32,6 +32,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
@@ -92,6 +93,7 @@ type Crawl struct {
 	superBkts   int // power of two
 	recordBkts  int // power of two
 
+	queueCounts bool // the partitions' counts of queued items are kept (layout 2; queueCountKey)
 }
 
 // Open joins crawl name in rdb, creating its layout from o if it is new (an
@@ -120,9 +122,10 @@ func Open(ctx context.Context, rdb redis.UniversalClient, name string, o Options
 		return nil, wrap("open crawl", err)
 	}
 	m := get.Val()
-	if m["version"] != layoutVersion {
-		return nil, fmt.Errorf("redisstate: crawl %q has layout %q, this build uses %q", name, m["version"], layoutVersion)
+	if m["version"] != layoutVersion && m["version"] != layoutVersion1 {
+		return nil, fmt.Errorf("redisstate: crawl %q has layout %q, this build uses %q (or %q)", name, m["version"], layoutVersion, layoutVersion1)
 	}
+	c.queueCounts = m["version"] == layoutVersion
 	for _, f := range []struct {
 		key string
 		dst *int
@@ -137,7 +140,15 @@ func Open(ctx context.Context, rdb redis.UniversalClient, name string, o Options
 	return c, nil
 }
 
-const layoutVersion = "horseshoe-redis-1"
+// layoutVersion is the layout of the crawls this build creates: 2 keeps
+// the partitions' counts of queued items (queueCountKey), which the scripts
+// of builds before it do not: a build of layout 1 refuses the crawl rather
+// than leave the counts wrong. A crawl of layout 1 is still opened; its
+// queue is counted host by host (QueuedIn).
+const (
+	layoutVersion  = "horseshoe-redis-2"
+	layoutVersion1 = "horseshoe-redis-1"
+)
 
 // pow2 is the smallest power of two >= max(n, 1).
 func pow2(n int64) int {
@@ -171,8 +182,21 @@ func (c *Crawl) ipKey(ip string) string { return "hs:{" + c.name + "/i" + ip + "
 // to 256 (default 128; the buckets hold up to 128 on average). A hash past
 // either limit leaves the compact listpack encoding, at about 5x the memory
 // per entry. It reports whether it changed a setting. Managed services that
-// refuse CONFIG need them set in their configuration (docs/SCALE.md).
+// refuse CONFIG need them set in their configuration (docs/SCALE.md). On a
+// Cluster it sets every master.
 func EnsureServerConfig(ctx context.Context, rdb redis.UniversalClient) (bool, error) {
+	if cc, ok := rdb.(*redis.ClusterClient); ok { // every master: CONFIG is per node
+		var mu sync.Mutex
+		changed := false
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			ch, err := EnsureServerConfig(ctx, c)
+			mu.Lock()
+			changed = changed || ch
+			mu.Unlock()
+			return err
+		})
+		return changed, err
+	}
 	changed := false
 	for _, s := range []struct {
 		name string
@@ -206,7 +230,7 @@ type UnavailableError struct {
 }
 
 func (e *UnavailableError) Error() string {
-	return fmt.Sprintf("redis %s: %s (%v); pausing until it accepts writes again", e.Op, e.Reason, e.Err)
+	return fmt.Sprintf("redis %s: %s (%v)", e.Op, e.Reason, e.Err) // what to do is the caller's: a writer pauses
 }
 func (e *UnavailableError) Unwrap() error        { return e.Err }
 func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }

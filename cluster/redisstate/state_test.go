@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -624,22 +625,40 @@ func TestServerRestartLosesNothing(t *testing.T) {
 	}
 }
 
-// roundTrips counts the round trips a client makes (a pipeline is one),
-// except the frontier's refresh of its partitions' host lists (SMEMBERS
-// only: at most every 500 ms, not per page).
+// roundTrips counts what a client sends (a redis.Hook): its round trips (a
+// pipeline is one) but the frontier's refresh of its partitions' host lists
+// (SMEMBERS only: at most every 500 ms, not per page), and its commands by
+// name (named; pipelined or not, evalsha by the kind of its last key: a pop
+// names the in-flight hash, the host budgets and failures last: ":hf").
 type roundTrips struct {
-	mu sync.Mutex
-	n  int
+	mu    sync.Mutex
+	n     int
+	names map[string]int
 }
 
 func (h *roundTrips) count(cmds ...redis.Cmder) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	for _, c := range cmds {
 		if c.Name() != "smembers" {
-			h.mu.Lock()
 			h.n++
-			h.mu.Unlock()
-			return
+			break
 		}
+	}
+	if h.names == nil {
+		h.names = map[string]int{}
+	}
+	for _, c := range cmds {
+		name := c.Name()
+		if args := c.Args(); name == "evalsha" && len(args) > 2 {
+			nk := 0
+			fmt.Sscan(fmt.Sprint(args[2]), &nk)
+			if nk > 0 && len(args) > 2+nk {
+				key := fmt.Sprint(args[2+nk])
+				name += " " + key[strings.LastIndexByte(key, '}')+1:]
+			}
+		}
+		h.names[name]++
 	}
 }
 
@@ -647,6 +666,13 @@ func (h *roundTrips) get() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.n
+}
+
+// named is the number of commands named name sent.
+func (h *roundTrips) named(name string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.names[name]
 }
 
 func (h *roundTrips) reset() {
@@ -684,7 +710,7 @@ func TestRoundTripsPerPage(t *testing.T) {
 	if _, err := ids.Next(ctx); err != nil { // the id block, once per 1024 ids
 		t.Fatal(err)
 	}
-	wm := &Member{c: wc, id: m.id, owned: m.owned, inflight: map[int]int{}, draining: map[int]bool{}}
+	wm := &Member{c: wc, id: m.id, o: m.o, owned: m.owned, inflight: map[int]int{}, draining: map[int]bool{}}
 	for _, nlinks := range []int{1, 100} {
 		rt.reset()
 		it, raw, ok, err := wm.Pop(ctx, "a.example")
@@ -716,8 +742,9 @@ func TestRoundTripsPerPage(t *testing.T) {
 }
 
 // The same page cycle as a worker's frontier runs it (Next: the IP's clock
-// and the pop in one pipeline; Release; the index; Frontier.Commit; Finish):
-// 4 round trips, whatever the number of links.
+// and the pop in one pipeline; the lease check before the request; Release;
+// the index; Frontier.Commit; Finish): 5 round trips, whatever the number of
+// links.
 func TestRoundTripsPerPageFrontier(t *testing.T) {
 	srv, c := open(t, Options{Partitions: 2, Capacity: 10_000}, redistest.Options{})
 	ctx := context.Background()
@@ -743,6 +770,9 @@ func TestRoundTripsPerPageFrontier(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if err := f.CheckLease(ctx, it); err != nil { // the fence before the request
+			t.Fatal(err)
+		}
 		f.Release(it, frontier.Outcome{Requested: true, Status: 200})
 		pg := page(it.ID, nlinks+500, 6)
 		if _, err := wc.CheckAndAdd(ctx, pg, nil, DedupOptions{}); err != nil {
@@ -756,8 +786,8 @@ func TestRoundTripsPerPageFrontier(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.Finish(it)
-		if rt.get() != 4 {
-			t.Fatalf("a page with %d links: %d round trips, want 4", nlinks, rt.get())
+		if rt.get() != 5 {
+			t.Fatalf("a page with %d links: %d round trips, want 5", nlinks, rt.get())
 		}
 	}
 	if n, _ := c.InFlight(ctx, c.PartitionOf("a.example")); n != 0 {
@@ -902,5 +932,44 @@ func TestBatchRecords(t *testing.T) {
 	}
 	if v, _ := c.SkipRecord(ctx, "http://m.example/1"); v != nil {
 		t.Fatalf("skip record after the delete: %q", v)
+	}
+}
+
+// TestStalledWorkerStopsPopping: a worker whose heartbeat stalls (here it
+// never beats after Join) stops popping once its leases were not renewed for
+// 2/3 of the TTL, while they still hold in Redis: a request is not sent under
+// a lease that may run out before it ends, to be sent again by the
+// partition's next holder. A renewal lets it pop again.
+func TestStalledWorkerStopsPopping(t *testing.T) {
+	_, c := open(t, Options{Partitions: 4, Capacity: 1000}, redistest.Options{})
+	ctx := context.Background()
+	urls := []string{"http://a.example/1", "http://a.example/2", "http://a.example/3"}
+	if _, err := c.Enqueue(ctx, c.NewIDs(), items(urls...)); err != nil {
+		t.Fatal(err)
+	}
+	const ttl = 1200 * time.Millisecond
+	a, err := c.Join(ctx, "a", MemberOptions{TTL: ttl, Heartbeat: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Leave(ctx)
+	start := time.Now() // after the leases were taken
+	if _, _, ok, err := a.Pop(ctx, "a.example"); !ok || err != nil {
+		t.Fatalf("pop under a fresh lease: %v %v", ok, err)
+	}
+	time.Sleep(2*ttl/3 + 100*time.Millisecond)
+	_, _, ok, err := a.Pop(ctx, "a.example")
+	if !errors.Is(err, ErrLeaseStale) || !errors.Is(err, ErrNotOwner) || ok {
+		t.Fatalf("pop %v after the last renewal: %v %v, want ErrLeaseStale", time.Since(start), ok, err)
+	}
+	rdb := c.rdb
+	if pttl, err := rdb.PTTL(ctx, c.leaseKey(c.PartitionOf("a.example"))).Result(); err != nil || pttl <= 0 {
+		t.Fatalf("the lease ran out already (%v, %v): the machine stalled longer than the test allows", pttl, err)
+	}
+	if err := a.round(ctx); err != nil { // the late heartbeat
+		t.Fatal(err)
+	}
+	if _, _, ok, err := a.Pop(ctx, "a.example"); !ok || err != nil {
+		t.Fatalf("pop after the renewal: %v %v", ok, err)
 	}
 }

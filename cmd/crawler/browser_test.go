@@ -61,6 +61,7 @@ type browserResult struct {
 		}
 	}
 	HostRows    [][]string
+	WorkerRows  [][]string // the workers table's rows: head, one per worker, the crawl's totals
 	Clusters    int
 	ScrollWidth int
 	ClientWidth int

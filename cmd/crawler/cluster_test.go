@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -28,34 +25,12 @@ type jsonlRecord struct {
 // set) on a crawl's data dir and returns the records.
 func exportJSONL(t *testing.T, data string, all bool) []jsonlRecord {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "pages.jsonl")
-	args := []string{"export", "--data", data, "--format", "jsonl", "--out", out}
+	args := []string{"--data", data, "--format", "jsonl"}
 	if all {
 		args = append(args, "--all")
 	}
-	var so, se bytes.Buffer
-	if err := run(context.Background(), args, &so, &se); err != nil {
-		t.Fatalf("export: %v %s", err, se.String())
-	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	var recs []jsonlRecord
-	for sc.Scan() {
-		var r jsonlRecord
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("line %d: %v", len(recs)+1, err)
-		}
-		recs = append(recs, r)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return recs
+	b, _ := runOut(t, "export", args...)
+	return decodeJSONL[jsonlRecord](t, b)
 }
 
 // checkJSONLClusters checks the JSONL clusters of a finished crawl against

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/configs"
@@ -23,12 +24,14 @@ import (
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported in one line by main
-	helpOut[fs] = stderr
+	helpOut.Store(fs, stderr)
 	return fs
 }
 
-// helpOut remembers where each flag set prints its -h help.
-var helpOut = map[*flag.FlagSet]io.Writer{}
+// helpOut remembers where each flag set prints its -h help
+// (*flag.FlagSet -> io.Writer; commands may run at once, as the shared-crawl
+// tests' workers do).
+var helpOut sync.Map
 
 // parseFlags parses a command's flags; it takes no other arguments.
 func parseFlags(fs *flag.FlagSet, args []string) error {
@@ -45,8 +48,8 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 func parseFlagArgs(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			if w := helpOut[fs]; w != nil {
-				fs.SetOutput(w)
+			if w, ok := helpOut.Load(fs); ok {
+				fs.SetOutput(w.(io.Writer))
 				fs.PrintDefaults()
 			}
 			return errHelp
@@ -66,7 +69,12 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 	mainText := fs.Bool("main-text", false, "jsonl: text holds the main text (the article, without navigation, headers and footers) instead of all visible text")
 	includeDups := fs.Bool("include-duplicates", false, "warc: also write exact duplicates as revisit records and near duplicates as metadata records")
 	cdxPath := fs.String("cdx", "", "warc: also write the WARC's CDXJ index (for pywb, OpenWayback) to this file")
+	var sf sharedFlags
+	sf.add(fs, "the data dirs its workers registered (those on this machine)")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if _, err := sf.findDirs(&dirs, stderr); err != nil {
 		return err
 	}
 	if *out == "" {
@@ -122,7 +130,13 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	format := fs.String("format", "text", "text, json or html")
 	out := fs.String("out", "", "output file (default stdout)")
 	cfgPath := fs.String("config", "", "config file the crawl used (for the filter curve)")
+	var sf sharedFlags
+	sf.add(fs, "the data dirs its workers registered (those on this machine)")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	workers, err := sf.findDirs(&dirs, stderr)
+	if err != nil {
 		return err
 	}
 	var write func(io.Writer, *report.Data) error
@@ -141,6 +155,9 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	emit := func(d *report.Data) error {
+		if workers != nil {
+			d.Workers = workers // Redis's records: the dead and live workers too
+		}
 		return writeOut(*out, stdout, func(w io.Writer) error { return write(w, d) })
 	}
 	if len(dirs) > 1 {
@@ -249,6 +266,41 @@ func (d *dataDirs) String() string { return strings.Join(*d, ",") }
 func (d *dataDirs) Set(s string) error {
 	*d = append(*d, s)
 	return nil
+}
+
+// add defines --redis, --crawl and --redis-ca on fs, reading what of the
+// shared crawl.
+func (sf *sharedFlags) add(fs *flag.FlagSet, what string) {
+	fs.StringVar(&sf.redis, "redis", "", "with --crawl: read "+what+", from Redis: redis://[:PASSWORD@]HOST:PORT/DB or rediss://")
+	fs.StringVar(&sf.name, "crawl", "", "with --redis: the name of the shared crawl")
+	fs.StringVar(&sf.ca, "redis-ca", "", "with a rediss:// URL: PEM file of the certificates to trust (default: the system's)")
+}
+
+// findDirs sets dirs to the data dirs the shared crawl's workers registered
+// in Redis (with --redis), says on w which it reads and which it cannot, and
+// returns the workers' records (nil without --redis).
+func (sf sharedFlags) findDirs(dirs *dataDirs, w io.Writer) (*report.Workers, error) {
+	if sf.redis == "" {
+		if sf.name != "" {
+			return nil, usagef("--crawl needs --redis URL")
+		}
+		return nil, nil
+	}
+	if len(*dirs) > 0 {
+		return nil, usagef("give --data dirs or --redis and --crawl (which find them), not both")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	found, err := session.FindDataDirs(ctx, session.SharedOptions{Redis: sf.redis, Name: sf.name, CAFile: sf.ca})
+	for _, d := range found.Elsewhere {
+		fmt.Fprintf(w, "cannot read the data dir %s: its pages are left out\n", d)
+	}
+	if err != nil {
+		return nil, asUsage(err)
+	}
+	fmt.Fprintf(w, "crawl %q: reading %d data dirs found through Redis: %s\n", sf.name, len(found.Local), strings.Join(found.Local, ", "))
+	*dirs = found.Local
+	return found.Workers, nil
 }
 
 // or returns the dirs given, or def when none was.

@@ -32,19 +32,7 @@ var controlURL = regexp.MustCompile(`control API on (http://\S+/)api/`)
 // waitControl waits until out shows the control API's base URL.
 func waitControl(t *testing.T, out *syncBuffer, done <-chan error) string {
 	t.Helper()
-	deadline := time.After(60 * time.Second)
-	for {
-		if m := controlURL.FindStringSubmatch(out.String()); m != nil {
-			return m[1]
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("crawl ended before serving: %v\n%s", err, out.String())
-		case <-deadline:
-			t.Fatalf("no control API URL in output:\n%s", out.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	return waitMatch(t, out, done, controlURL)
 }
 
 // api sends one control request (token "" for none) and decodes the JSON

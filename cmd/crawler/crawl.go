@@ -14,6 +14,7 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/crawl"
 	"github.com/horseshoe-crawler/horseshoe/internal/console"
 	"github.com/horseshoe-crawler/horseshoe/internal/live"
+	"github.com/horseshoe-crawler/horseshoe/report"
 	"github.com/horseshoe-crawler/horseshoe/session"
 )
 
@@ -156,6 +157,9 @@ type crawlRun struct {
 	ui           *console.UI // nil shows no progress
 	logger       *slog.Logger
 	stdout       io.Writer
+	// workers, in a shared crawl, reads its workers' records for the live
+	// report and metrics.
+	workers func(context.Context) (*report.Workers, error)
 }
 
 // sharedFlags make 'crawler crawl' one worker of a crawl shared through
@@ -169,23 +173,19 @@ type sharedFlags struct {
 func (r crawlRun) crawl(ctx context.Context, cfg configs.Config, dataDir string, seeds []string, sf sharedFlags) (err error) {
 	var w *session.Worker
 	if sf.redis != "" {
-		if cfg.Mirror.Enabled {
-			// The mirror detector compares pages it finds in its own store and
-			// keeps its decisions in memory: across workers it would see only
-			// the pairs one worker fetched both sides of (docs/SCALE.md).
-			r.logger.Warn("mirror detection is per process: off in a shared crawl (duplicates are still dropped crawl-wide)")
-			cfg.Mirror.Enabled = false
-		}
-		if w, seeds, err = session.JoinShared(ctx, session.SharedOptions{Redis: sf.redis, Name: sf.name, CAFile: sf.ca}, seeds, r.logger); err != nil {
+		if w, seeds, err = session.JoinShared(ctx, session.SharedOptions{Redis: sf.redis, Name: sf.name, CAFile: sf.ca, Dir: dataDir}, seeds, r.logger); err != nil {
 			return err
 		}
-		defer w.Leave()
+		defer w.Leave(nil) // the session did not open
 	}
 	sess, err := session.Open(dataDir, cfg, seeds, r.logger)
 	if err != nil {
 		return err
 	}
 	defer func() {
+		if w != nil {
+			w.Leave(sess.DB) // its final record kept in the data dir, before it closes
+		}
 		if cerr := sess.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("storage: %w", cerr)
 		}
@@ -198,7 +198,11 @@ func (r crawlRun) crawl(ctx context.Context, cfg configs.Config, dataDir string,
 	env := crawl.Env{Policy: &policy, Getenv: os.Getenv, ProgressEvery: r.ui.LogEvery()}
 	var c *crawl.Crawl
 	if w != nil {
-		c, err = sess.StartShared(cfg, env, w.Shared(sess, r.logger), r.logger)
+		var sh *crawl.Shared
+		if sh, err = w.Shared(sess, r.logger); err != nil {
+			return err
+		}
+		c, err = sess.StartShared(cfg, env, sh, r.logger)
 	} else {
 		c, err = sess.Start(cfg, env, r.logger)
 	}
@@ -208,6 +212,10 @@ func (r crawlRun) crawl(ctx context.Context, cfg configs.Config, dataDir string,
 	}
 	if err != nil {
 		return err
+	}
+	if w != nil {
+		w.Publish(c.Engine.Counts)
+		r.workers = w.Workers
 	}
 	return r.run(ctx, c, cfg, sess)
 }
@@ -220,7 +228,7 @@ func (r crawlRun) run(ctx context.Context, c *crawl.Crawl, cfg configs.Config, s
 	stops, unwatch := console.WatchInterrupts(ctx, r.logger)
 	defer unwatch()
 	stop := func() { stops.Stop("stop asked by the control API") }
-	sv := live.Serving{Addr: r.serve, Token: r.token, Controls: sess.Controls(c, stop)}
+	sv := live.Serving{Addr: r.serve, Token: r.token, Controls: sess.Controls(c, stop), Workers: r.workers}
 	stopLive, err := live.StartLive(sv, sess.DB, cfg.Dedup, c.Engine.Snapshot, r.logger, r.stdout)
 	if err != nil {
 		return asUsage(err)

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,34 +18,12 @@ import (
 // and returns each record as a map, and what export wrote on stderr.
 func exportLines(t *testing.T, data string, extra ...string) ([]map[string]any, string) {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "pages.jsonl")
-	args := append([]string{"export", "--data", data, "--format", "jsonl", "--all", "--out", out}, extra...)
-	var so, se bytes.Buffer
 	start := time.Now()
-	if err := run(context.Background(), args, &so, &se); err != nil {
-		t.Fatalf("export %v: %v %s", extra, err, se.String())
-	}
+	b, stderr := runOut(t, "export", append([]string{"--data", data, "--format", "jsonl", "--all"}, extra...)...)
 	took := time.Since(start)
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	var recs []map[string]any
-	for sc.Scan() {
-		var r map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("line %d: %v", len(recs)+1, err)
-		}
-		recs = append(recs, r)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	recs := decodeJSONL[map[string]any](t, b)
 	t.Logf("export %v: %d records in %v (%.2f ms a record)", extra, len(recs), took.Round(time.Millisecond), float64(took.Microseconds())/1000/float64(max(len(recs), 1)))
-	return recs, se.String()
+	return recs, stderr
 }
 
 // TestCorpusMainText: on the crawl of the real corpus, every JSONL record

@@ -139,7 +139,14 @@ func TestCrashSafeResume(t *testing.T) {
 		}
 		return 2 * max(d, -d)
 	}
-	uniqueSpread, dupSpread := spread("unique"), spread("exact_duplicate", "near_duplicate")
+	// A page moves between mirror_skipped and the other classes when its
+	// mirror's decision comes earlier or later: the spread of the skipped
+	// count bounds what the timing moves the unique and duplicate counts by
+	// (two references can agree on those by chance while their skips differ:
+	// seen 529 and 530 near duplicates, 1,356 and 1,296 skipped).
+	skipSpread := spread("mirror_skipped")
+	uniqueSpread := max(spread("unique"), skipSpread)
+	dupSpread := max(spread("exact_duplicate", "near_duplicate"), skipSpread)
 
 	// The same crawl, killed with SIGKILL at random moments, then resumed.
 	seed := uint64(time.Now().UnixNano())

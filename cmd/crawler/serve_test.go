@@ -9,12 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -100,16 +100,23 @@ var serveURL = regexp.MustCompile(`on (http://127\.0\.0\.1:\d+/)`)
 // waitURL waits until out shows the server's URL.
 func waitURL(t *testing.T, out *syncBuffer, done <-chan error) string {
 	t.Helper()
-	deadline := time.After(30 * time.Second)
+	return waitMatch(t, out, done, serveURL)
+}
+
+// waitMatch waits until out shows re's first group (a URL), for at most a
+// minute and while the command runs.
+func waitMatch(t *testing.T, out *syncBuffer, done <-chan error, re *regexp.Regexp) string {
+	t.Helper()
+	deadline := time.After(60 * time.Second)
 	for {
-		if m := serveURL.FindStringSubmatch(out.String()); m != nil {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
 			return m[1]
 		}
 		select {
 		case err := <-done:
 			t.Fatalf("command ended before serving: %v\n%s", err, out.String())
 		case <-deadline:
-			t.Fatalf("no server URL in output:\n%s", out.String())
+			t.Fatalf("no match of %s in output:\n%s", re, out.String())
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
@@ -134,9 +141,9 @@ func httpGet(t *testing.T, u string) (*http.Response, []byte) {
 	return resp, b
 }
 
-// metrics scrapes u+"metrics" and returns sample values by "name" or
-// "name{class}".
-func metrics(t *testing.T, u string) map[string]float64 {
+// scrape returns the samples of u's /metrics by name and labels:
+// "name", or "name{k=v,...}" with the labels sorted.
+func scrape(t *testing.T, u string) map[string]float64 {
 	t.Helper()
 	_, b := httpGet(t, u+"metrics")
 	p := expfmt.NewTextParser(model.UTF8Validation)
@@ -147,16 +154,19 @@ func metrics(t *testing.T, u string) map[string]float64 {
 	out := map[string]float64{}
 	for name, f := range fams {
 		for _, m := range f.GetMetric() {
-			key := name
+			var ls []string
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "class" {
-					key += "{" + l.GetValue() + "}"
-				}
+				ls = append(ls, l.GetName()+"="+l.GetValue())
 			}
-			switch f.GetType() {
-			case dto.MetricType_COUNTER:
+			slices.Sort(ls)
+			key := name
+			if len(ls) > 0 {
+				key += "{" + strings.Join(ls, ",") + "}"
+			}
+			switch {
+			case m.GetCounter() != nil:
 				out[key] = m.GetCounter().GetValue()
-			case dto.MetricType_GAUGE:
+			case m.GetGauge() != nil:
 				out[key] = m.GetGauge().GetValue()
 			}
 		}
@@ -202,14 +212,14 @@ func TestServeFinishedCrawl(t *testing.T) {
 	if !bytes.Contains(js, []byte(`"exact_duplicate": 2`)) {
 		t.Errorf("report.json: want 2 exact duplicates:\n%.400s", js)
 	}
-	m := metrics(t, base)
+	m := scrape(t, base)
 	want := map[string]float64{
-		"horseshoe_pages_total{unique}":          5,
-		"horseshoe_pages_total{exact_duplicate}": 2,
-		"horseshoe_pages_total{error}":           0,
-		"horseshoe_queue_size":                   0,
-		"horseshoe_active_fetches":               0,
-		"horseshoe_crawl_running":                0,
+		"horseshoe_pages_total{class=unique}":          5,
+		"horseshoe_pages_total{class=exact_duplicate}": 2,
+		"horseshoe_pages_total{class=error}":           0,
+		"horseshoe_queue_size":                         0,
+		"horseshoe_active_fetches":                     0,
+		"horseshoe_crawl_running":                      0,
 	}
 	for k, v := range want {
 		if got, ok := m[k]; !ok || got != v {
@@ -240,6 +250,9 @@ func TestServeUsage(t *testing.T) {
 		{"no crawl", []string{"serve", "--data", t.TempDir()}, "holds no crawl"},
 		{"extra argument", []string{"serve", "--data", t.TempDir(), "x"}, "unexpected argument"},
 		{"no data dir", []string{"serve", "--data", ""}, "--data is required"},
+		{"one of two data dirs holds no crawl", []string{"serve", "--data", t.TempDir(), "--data", t.TempDir()}, "holds no crawl"},
+		{"crawl without redis", []string{"serve", "--crawl", "x"}, "--crawl needs --redis"},
+		{"data dirs and redis", []string{"serve", "--data", t.TempDir(), "--redis", "redis://127.0.0.1:1/0", "--crawl", "x"}, "not both"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -254,48 +267,68 @@ func TestServeUsage(t *testing.T) {
 	}
 }
 
-// TestCrawlServeLive holds one page's response until the test has looked at
-// the live report and metrics, so the crawl is certainly running.
-func TestCrawlServeLive(t *testing.T) {
-	release := make(chan struct{})
-	var releaseOnce sync.Once
-	unblock := func() { releaseOnce.Do(func() { close(release) }) }
-	defer unblock()
+// heldCrawl is a crawl of smallWeb serving its live report, with
+// slow.html's response held until release.
+type heldCrawl struct {
+	base    string       // the live report's URL
+	out     *syncBuffer  // what the crawl wrote, stdout and stderr
+	done    <-chan error // the crawl's end
+	release func()       // lets slow.html answer (again: no-op; at the test's end too)
+}
+
+// startHeldCrawl serves smallWeb with slow.html held and runs `crawler
+// crawl` with args(seed) (serving on 127.0.0.1:0); it returns once the live
+// report is up and slow.html requested: the crawl certainly runs.
+func startHeldCrawl(t *testing.T, args func(seed string) []string) heldCrawl {
+	t.Helper()
+	hold := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(hold) }) }
 	entered := make(chan struct{}, 1)
-	hold := func(_ string, next http.Handler) http.Handler {
+	_, seed := smallWeb(t, func(_ string, next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/slow.html" {
-				entered <- struct{}{}
-				<-release
+				select {
+				case entered <- struct{}{}:
+				default: // a second request (a lease lost and the page requeued) is held too, not stuck here
+				}
+				<-hold
 			}
 			next.ServeHTTP(w, r)
 		})
-	}
-	_, seed := smallWeb(t, hold)
-	data := filepath.Join(t.TempDir(), "data")
-	var out syncBuffer
+	})
+	t.Cleanup(release) // before the web closes (cleanups run last first)
+	out := &syncBuffer{}
 	done := make(chan error, 1)
-	go func() {
-		done <- run(context.Background(), []string{"crawl", "--data", data, "--delay", "0", "--workers", "2",
-			"--quiet", "--serve", "127.0.0.1:0", seed}, &out, io.Discard)
-	}()
-	base := waitURL(t, &out, done)
+	go func() { done <- run(context.Background(), args(seed), out, out) }()
+	base := waitURL(t, out, done)
 	select {
 	case <-entered:
 	case err := <-done:
-		t.Fatalf("crawl ended before slow.html: %v", err)
-	case <-time.After(30 * time.Second):
+		t.Fatalf("crawl ended before slow.html: %v\n%s", err, out.String())
+	case <-time.After(60 * time.Second):
 		t.Fatal("slow.html never requested")
 	}
-	m := metrics(t, base)
+	return heldCrawl{base: base, out: out, done: done, release: release}
+}
+
+// TestCrawlServeLive holds one page's response until the test has looked at
+// the live report and metrics, so the crawl is certainly running.
+func TestCrawlServeLive(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	c := startHeldCrawl(t, func(seed string) []string {
+		return []string{"crawl", "--data", data, "--delay", "0", "--workers", "2", "--quiet", "--serve", "127.0.0.1:0", seed}
+	})
+	base, done, unblock := c.base, c.done, c.release
+	m := scrape(t, base)
 	if m["horseshoe_crawl_running"] != 1 {
 		t.Errorf("horseshoe_crawl_running = %v during the crawl", m["horseshoe_crawl_running"])
 	}
 	if m["horseshoe_active_fetches"] < 1 {
 		t.Errorf("horseshoe_active_fetches = %v while slow.html is held", m["horseshoe_active_fetches"])
 	}
-	if m["horseshoe_pages_total{unique}"] < 1 {
-		t.Errorf("horseshoe_pages_total{unique} = %v, want the seed counted", m["horseshoe_pages_total{unique}"])
+	if m["horseshoe_pages_total{class=unique}"] < 1 {
+		t.Errorf("horseshoe_pages_total{class=unique} = %v, want the seed counted", m["horseshoe_pages_total{class=unique}"])
 	}
 	if m["horseshoe_requests_total"] < 2 {
 		t.Errorf("horseshoe_requests_total = %v, want robots.txt and pages counted", m["horseshoe_requests_total"])
@@ -311,13 +344,13 @@ func TestCrawlServeLive(t *testing.T) {
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("crawl: %v\n%s", err, out.String())
+			t.Fatalf("crawl: %v\n%s", err, c.out.String())
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("crawl did not finish")
 	}
-	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
-	if resp, err := c.Get(base); err == nil {
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	if resp, err := hc.Get(base); err == nil {
 		resp.Body.Close()
 		t.Error("the live server still answers after the crawl")
 	}

@@ -21,11 +21,11 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/report"
 )
 
-// sharedSubset is the part of the real corpus the shared-crawl tests crawl
-// (about 2,100 of its 8,000 pages, to fit `make test` on two cores): the
-// git docs and their near-duplicate and partial-mirror hosts, the npm
-// versions, the man pages with their alias copies and their changed-footer
-// copy, and the large pages.
+// sharedSubset is the part of the real corpus TestSharedCrawlKilledWorker
+// crawls (about 2,100 of its 8,000 pages; it crawls twice): the git docs and
+// their near-duplicate and partial-mirror hosts, the npm versions, the man
+// pages with their alias copies and their changed-footer copy, and the
+// large pages. TestSharedCrawlThreeWorkers crawls the whole corpus.
 var sharedSubset = map[string]bool{"127.0.0.4": true, "127.0.0.5": true, "127.0.0.6": true,
 	"127.0.0.10": true, "127.0.0.11": true, "127.0.0.12": true, "127.0.0.15": true}
 
@@ -34,7 +34,9 @@ var sharedSubset = map[string]bool{"127.0.0.4": true, "127.0.0.5": true, "127.0.
 // enough for the crawl to be quick.
 const sharedDelay = 10 * time.Millisecond
 
-func sharedWeb(t *testing.T) (*testweb.Web, []string) {
+// sharedWeb serves the real corpus and returns the seeds of the hosts in
+// hosts (nil: every host).
+func sharedWeb(t *testing.T, hosts map[string]bool) (*testweb.Web, []string) {
 	t.Helper()
 	root := corpusRoot(t)
 	_, manifest, err := testweb.Corpus()
@@ -48,18 +50,19 @@ func sharedWeb(t *testing.T) (*testweb.Web, []string) {
 	t.Cleanup(func() { web.Close() })
 	var seeds []string
 	for _, m := range manifest {
-		if sharedSubset[m.Host] {
+		if hosts == nil || hosts[m.Host] {
 			seeds = append(seeds, web.URL(m.Host, m.Prefix))
 		}
 	}
 	return web, seeds
 }
 
-// sharedConfig turns off what a shared crawl does per worker (mirror
-// detection) and what makes one process's content depend on the order of its
-// fetches (skipping a duplicate's links as copies of its original's, which
-// then keeps whichever side came first): with both off, the content kept is
-// the same in any order, but for which copy of a near-duplicate pair is kept.
+// sharedConfig turns off what makes one process's content depend on the
+// order of its fetches: mirror detection (which side of a mirror is skipped)
+// and skipping a duplicate's links as copies of its original's (which then
+// keeps whichever side came first): with both off, the content kept is the
+// same in any order, but for which copy of a near-duplicate pair is kept.
+// TestSharedCrawlMirrorsCorpus crawls with them on.
 const sharedConfig = "mirror:\n  enabled: false\ncrawl:\n  skip_duplicate_links: false\n"
 
 func crawlArgs(data string, seeds []string, extra ...string) []string {
@@ -67,24 +70,22 @@ func crawlArgs(data string, seeds []string, extra ...string) []string {
 	return append(args, seeds...)
 }
 
-// uniqueContent is the URL of every page the export keeps (the unique
-// pages) by the SHA-256 of its body.
-func uniqueContent(t *testing.T, dirs ...string) map[string]string {
+// exportedJSONL runs `crawler export --format jsonl` of dirs (one merged
+// corpus) and returns the file's bytes.
+func exportedJSONL(t *testing.T, dirs ...string) []byte {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "pages.jsonl")
-	args := []string{"export", "--format", "jsonl", "--out", out}
-	for _, d := range dirs {
-		args = append(args, "--data", d)
-	}
-	var so, se bytes.Buffer
-	if err := run(context.Background(), args, &so, &se); err != nil {
-		t.Fatalf("export: %v %s", err, se.String())
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]string{}
+	b, _ := runOut(t, "export", append([]string{"--format", "jsonl"}, dataArgs(dirs...)...)...)
+	return b
+}
+
+// uniqueContent is the URLs of every page the export keeps (the unique
+// pages) by the SHA-256 of its body. A body may be kept more than once: pages
+// too short to judge are never dropped as duplicates (the corpus's redirect
+// stubs, served by two mirror hosts), in one process as in several.
+func uniqueContent(t *testing.T, dirs ...string) map[string][]string {
+	t.Helper()
+	b := exportedJSONL(t, dirs...)
+	m := map[string][]string{}
 	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
 		var r struct {
 			URL    string `json:"url"`
@@ -93,36 +94,51 @@ func uniqueContent(t *testing.T, dirs ...string) map[string]string {
 		if err := json.Unmarshal(line, &r); err != nil {
 			t.Fatal(err)
 		}
-		if _, dup := m[r.SHA256]; dup {
-			t.Errorf("%s kept twice (%s, %s)", r.SHA256, m[r.SHA256], r.URL)
-		}
-		m[r.SHA256] = r.URL
+		m[r.SHA256] = append(m[r.SHA256], r.URL)
 	}
 	return m
 }
 
-// sameContent checks that two crawls kept the same content: a body kept by
-// one and not the other is only allowed as the other choice of copy, that
-// is when the other crawl recorded that URL as a near duplicate (which copy
-// of a near-duplicate pair is fetched first, and kept, varies from run to
-// run). It returns how many such choices differ.
-func sameContent(t *testing.T, a, b map[string]string, ra, rb *report.Data) (choices int) {
+// sameContent checks that two crawls kept the same content: every body as
+// many times in both, but for the other choice of copy: a body kept by one
+// crawl and not the other is allowed when the other recorded its URL as a
+// duplicate (near, or exact in text with other bytes) of a page it kept
+// (which copy of a duplicate pair is fetched first, and kept, varies from
+// run to run). It returns how many such choices differ.
+func sameContent(t *testing.T, a, b map[string][]string, ra, rb *report.Data) (choices int) {
 	t.Helper()
 	pa, pb := pagesByURL(ra), pagesByURL(rb)
+	keptURLs := func(m map[string][]string) map[string]bool {
+		k := map[string]bool{}
+		for _, us := range m {
+			for _, u := range us {
+				k[u] = true
+			}
+		}
+		return k
+	}
+	ka, kb := keptURLs(a), keptURLs(b)
 	for _, side := range []struct {
 		name       string
-		kept, othr map[string]string
+		kept, othr map[string][]string
 		other      map[string]report.Page
-	}{{"one process", a, b, pb}, {"the workers", b, a, pa}} {
-		for sha, u := range side.kept {
-			if _, ok := side.othr[sha]; ok {
+		otherKept  map[string]bool
+	}{{"one process", a, b, pb, kb}, {"the workers", b, a, pa, ka}} {
+		for sha, us := range side.kept {
+			if n := len(side.othr[sha]); n > 0 {
+				if n != len(us) && side.name == "one process" {
+					t.Errorf("body %s kept %d times by one process (%v), %d by the workers (%v)", sha, len(us), us, n, side.othr[sha])
+				}
 				continue
 			}
-			if p := side.other[u]; p.Class == "near_duplicate" {
-				choices++
-				continue
+			for _, u := range us {
+				p := side.other[u]
+				if (p.Class == "near_duplicate" || p.Class == "exact_duplicate") && side.otherKept[p.DuplicateOf] {
+					choices++
+					continue
+				}
+				t.Errorf("%s kept %s (%s); the other crawl recorded it as %q (duplicate of %q) and kept no page with its body", side.name, u, sha, p.Class, p.DuplicateOf)
 			}
-			t.Errorf("%s kept %s (%s); the other crawl recorded it as %q and kept no page with its body", side.name, u, sha, side.other[u].Class)
 		}
 	}
 	return choices
@@ -130,21 +146,8 @@ func sameContent(t *testing.T, a, b map[string]string, ra, rb *report.Data) (cho
 
 func mergedReportOf(t *testing.T, dirs ...string) report.Data {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "report.json")
-	args := []string{"report", "--format", "json", "--out", out}
-	for _, d := range dirs {
-		args = append(args, "--data", d)
-	}
-	var so, se bytes.Buffer
-	if err := run(context.Background(), args, &so, &se); err != nil {
-		t.Fatalf("report: %v %s", err, se.String())
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var d report.Data
-	if err := json.Unmarshal(b, &d); err != nil {
+	if err := json.Unmarshal(reportOut(t, "json", dataArgs(dirs...)...), &d); err != nil {
 		t.Fatal(err)
 	}
 	return d
@@ -153,7 +156,10 @@ func mergedReportOf(t *testing.T, dirs ...string) report.Data {
 // checkRequests: no URL requested twice (robots.txt apart: each worker keeps
 // its own robots.txt cache, so a host whose partition moves has it fetched
 // again; counted and returned), and no host sees a request start sooner
-// than the delay after the end of the one before, from the servers' log.
+// than the delay after the one before was sent, from the servers' log. The
+// clock's gap runs from the worker's end of a request (Redis TIME, whole
+// ms: up to 1 ms short), which comes after the server began its last write
+// (Sent) but may come before the server's handler returned (End).
 func checkRequests(t *testing.T, reqs []testweb.Request) (robots int) {
 	t.Helper()
 	seen := map[string]int{}
@@ -169,8 +175,8 @@ func checkRequests(t *testing.T, reqs []testweb.Request) (robots int) {
 	for h, rs := range byHost {
 		sort.Slice(rs, func(i, j int) bool { return rs[i].Start.Before(rs[j].Start) })
 		for i := 1; i < len(rs); i++ {
-			if gap := rs[i].Start.Sub(rs[i-1].End); gap < sharedDelay-time.Millisecond {
-				t.Errorf("host %s: %s started %v after %s ended (delay %v)", h, rs[i].Path, gap, rs[i-1].Path, sharedDelay)
+			if gap := rs[i].Start.Sub(rs[i-1].Sent); gap < sharedDelay-time.Millisecond {
+				t.Errorf("host %s: %s started %v after %s was sent (delay %v)", h, rs[i].Path, gap, rs[i-1].Path, sharedDelay)
 			}
 		}
 	}
@@ -178,13 +184,13 @@ func checkRequests(t *testing.T, reqs []testweb.Request) (robots int) {
 }
 
 // TestSharedCrawlThreeWorkers: three workers of one crawl through a real
-// redis-server, each with its own data dir, crawl the corpus subset; the
+// redis-server, each with its own data dir, crawl the whole corpus; the
 // merged export keeps the same content as one process's crawl, no URL is
 // requested twice, no host sees two requests closer than the delay, and the
 // merged report's classes are the single crawl's within the variation of
 // which copy is fetched first.
 func TestSharedCrawlThreeWorkers(t *testing.T) {
-	web, seeds := sharedWeb(t)
+	web, seeds := sharedWeb(t, nil)
 	srv := redistest.Start(t, redistest.Options{})
 	tmp := t.TempDir()
 	single := filepath.Join(tmp, "single")
@@ -193,9 +199,11 @@ func TestSharedCrawlThreeWorkers(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte(sharedConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	singleStart := time.Now()
 	if err := run(context.Background(), crawlArgs(single, seeds, "--config", cfgPath), &so, &se); err != nil {
 		t.Fatalf("single crawl: %v\n%s", err, se.String())
 	}
+	singleTook := time.Since(singleStart)
 	singleReqs := len(web.Requests())
 	start := time.Now()
 	dirs := make([]string, 3)
@@ -219,14 +227,14 @@ func TestSharedCrawlThreeWorkers(t *testing.T) {
 			t.Fatalf("worker %d: %v\n%s", i, err, logs[i].String())
 		}
 	}
-	t.Logf("single crawl: %d requests; three workers: %d requests in %v", singleReqs, len(web.Requests())-singleReqs, time.Since(start))
+	t.Logf("single crawl: %d requests in %v; three workers: %d requests in %v", singleReqs, singleTook, len(web.Requests())-singleReqs, time.Since(start))
 	robots := checkRequests(t, web.Requests()[singleReqs:])
-	t.Logf("robots.txt requests of the three workers: %d (%d hosts)", robots, len(sharedSubset))
+	t.Logf("robots.txt requests of the three workers: %d (%d hosts)", robots, len(web.Hosts()))
 
 	sr, mr := mergedReportOf(t, single), mergedReportOf(t, dirs...)
 	want, got := uniqueContent(t, single), uniqueContent(t, dirs...)
 	choices := sameContent(t, want, got, &sr, &mr)
-	t.Logf("content kept: %d unique bodies by one process, %d by three workers; %d near-duplicate pairs kept the other copy", len(want), len(got), choices)
+	t.Logf("content kept: %d unique bodies by one process, %d by three workers; %d duplicate pairs kept the other copy", len(want), len(got), choices)
 	t.Logf("classes: single %v, merged %v", sr.Stats.ByClass, mr.Stats.ByClass)
 	compareClasses(t, sr.Stats.ByClass, mr.Stats.ByClass)
 	if len(sr.Pages) != len(mr.Pages) {
@@ -237,7 +245,7 @@ func TestSharedCrawlThreeWorkers(t *testing.T) {
 	for i, d := range dirs {
 		n := len(mergedReportOf(t, d).Pages)
 		total += n
-		t.Logf("worker %d: %d page records (a worker may hold none of the %d hosts' partitions)", i, n, len(sharedSubset))
+		t.Logf("worker %d: %d page records (a worker may hold none of the %d hosts' partitions)", i, n, len(web.Hosts()))
 	}
 	if total != len(mr.Pages) || total == 0 {
 		t.Errorf("workers' page records %d, merged report %d", total, len(mr.Pages))
@@ -254,9 +262,14 @@ func TestSharedCrawlKilledWorker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crawls the corpus subset twice")
 	}
+	killedWorkerCrawl(t, redistest.Start(t, redistest.Options{}).URL())
+}
+
+// killedWorkerCrawl is TestSharedCrawlKilledWorker through the Redis (or
+// Redis Cluster) at redisURL.
+func killedWorkerCrawl(t *testing.T, redisURL string) {
 	bin := buildSignalCrawler(t)
-	web, seeds := sharedWeb(t)
-	srv := redistest.Start(t, redistest.Options{})
+	web, seeds := sharedWeb(t, sharedSubset)
 	tmp := t.TempDir()
 	cfgPath := filepath.Join(tmp, "nomirror.yaml")
 	if err := os.WriteFile(cfgPath, []byte(sharedConfig), 0o644); err != nil {
@@ -271,7 +284,7 @@ func TestSharedCrawlKilledWorker(t *testing.T) {
 	dirs := []string{filepath.Join(tmp, "a"), filepath.Join(tmp, "b"), filepath.Join(tmp, "c")}
 	start := func(dir string) (*exec.Cmd, *bytes.Buffer) {
 		var log bytes.Buffer
-		cmd := exec.Command(bin, crawlArgs(dir, seeds, "--redis", srv.URL(), "--crawl", "k", "--config", cfgPath)...)
+		cmd := exec.Command(bin, crawlArgs(dir, seeds, "--redis", redisURL, "--crawl", "k", "--config", cfgPath)...)
 		cmd.Stdout, cmd.Stderr = &log, &log
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -343,7 +356,7 @@ func TestSharedCrawlKilledWorker(t *testing.T) {
 	}
 	sr, mr := mergedReportOf(t, single), mergedReportOf(t, dirs...)
 	choices := sameContent(t, uniqueContent(t, single), uniqueContent(t, dirs...), &sr, &mr)
-	t.Logf("near-duplicate pairs that kept the other copy: %d; classes: one process %v, workers %v", choices, sr.Stats.ByClass, mr.Stats.ByClass)
+	t.Logf("duplicate pairs that kept the other copy: %d; classes: one process %v, workers %v", choices, sr.Stats.ByClass, mr.Stats.ByClass)
 	compareClasses(t, sr.Stats.ByClass, mr.Stats.ByClass)
 }
 

@@ -91,11 +91,15 @@ func (u *UI) Start(ctx context.Context, maxPages int, snapshot func() crawl.Stat
 func WriteSummary(w io.Writer, c *crawl.Crawl, interrupted bool, elapsed time.Duration, dir string) {
 	st := c.Queues.Stats()
 	how := "stopped"
-	if st.Queued == 0 && !interrupted {
+	if st.Queued == 0 && st.Err == nil && !interrupted {
 		how = "finished"
 	}
-	fmt.Fprintf(w, "crawl %s in %s: %d requests, %d queued left, data in %s\n",
-		how, elapsed.Round(time.Millisecond), c.Engine.Requests(), st.Queued, dir)
+	left := fmt.Sprintf("%d queued left", st.Queued)
+	if st.Err != nil {
+		left = "queued left unknown (" + st.Err.Error() + ")"
+	}
+	fmt.Fprintf(w, "crawl %s in %s: %d requests, %s, data in %s\n",
+		how, elapsed.Round(time.Millisecond), c.Engine.Requests(), left, dir)
 	for _, g := range c.Queues.GiveUps() {
 		fmt.Fprintf(w, "gave up host %s: %s\n", g.Host, g.Reason)
 	}

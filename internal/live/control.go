@@ -60,8 +60,11 @@ type Status struct {
 	Duplicates int64            `json:"duplicates"`
 	ByClass    map[string]int64 `json:"by_class"`
 	Queued     int              `json:"queued"`
-	Active     int              `json:"active"`
-	Hosts      int              `json:"hosts"`
+	// QueuedUnknown, when set, says why Queued is unknown (a shared
+	// crawl's Redis cannot be read: "crawl-wide data unavailable: ...").
+	QueuedUnknown string `json:"queued_unknown,omitempty"`
+	Active        int    `json:"active"`
+	Hosts         int    `json:"hosts"`
 	// PagesPerSec is Pages over the time the run was not paused.
 	PagesPerSec float64 `json:"pages_per_sec"`
 	ElapsedSec  float64 `json:"elapsed_sec"`
@@ -280,6 +283,9 @@ func (c *control) status(s crawl.Stats) Status {
 	defer c.mu.Unlock()
 	st := Status{State: c.state, Pages: s.Pages, Requests: s.Requests, Duplicates: s.Duplicates,
 		ByClass: s.ByClass, Queued: s.Queued, Active: s.Active, Hosts: s.Hosts, SeedsAdded: c.seedsAdded}
+	if s.QueuedErr != nil {
+		st.QueuedUnknown = unavailable(s.QueuedErr)
+	}
 	if c.c == nil {
 		st.State = "finished"
 		return st

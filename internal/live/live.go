@@ -1,23 +1,28 @@
 // Package live serves a crawl's report over HTTP, while the crawl runs
-// ('crawler crawl --serve ADDR') or after it ('crawler serve --data DIR'):
+// ('crawler crawl --serve ADDR') or after it ('crawler serve --data DIR',
+// one data dir or several merged):
 //
 //	GET /             the HTML report, rendered from the store on request
 //	GET /report.json  the JSON report (report/SCHEMA.md)
 //	GET /metrics      Prometheus text format: pages by class, requests,
 //	                  queue size, fetches in flight, hosts, plus the Go
-//	                  runtime and process collectors
+//	                  runtime and process collectors; in a shared crawl
+//	                  also the crawl's totals and every worker's counters
+//	                  (workers.go: from Redis while it runs, from the
+//	                  workers' records when it is finished)
 //	/api/...          the control API (control.go): status, seeds, pause,
 //	                  resume, stop
 //
 // StartReport serves a Handler behind auth.go's rule: loopback only without
 // a token, the token on every request with one.
 //
-// The reports are read from the store with crawl.ReportData; Badger reads do
-// not block the engine's writes. A rendered report is reused for
+// The reports are read from the store with crawl.ReportData (or built by
+// Options.Report: a finished crawl's, as `crawler report` writes it); Badger
+// reads do not block the engine's writes. A rendered report is reused for
 // Options.CacheFor, so a reload storm costs one store scan per interval. The
 // metrics come from a snapshot function (crawl.Engine.Snapshot during a
-// crawl, crawl.StoredStats for a finished one) and are registered in a
-// registry of the Handler's own, never the global one.
+// crawl, crawl.StoredStats or Options.Snapshot for a finished one) and are
+// registered in a registry of the Handler's own, never the global one.
 package live
 
 import (
@@ -44,6 +49,12 @@ import (
 
 // SnapshotFunc returns the crawl's current counters.
 type SnapshotFunc func() (crawl.Stats, error)
+
+// WorkersFunc returns the workers of a shared crawl, from Redis.
+type WorkersFunc func(context.Context) (*report.Workers, error)
+
+// ReportFunc builds a crawl's report.
+type ReportFunc func() (*report.Data, error)
 
 // Options configures a Handler.
 type Options struct {
@@ -73,9 +84,24 @@ type Options struct {
 	// process; nil serves the status of a finished crawl and refuses the
 	// actions (409).
 	Controls *Controls
+	// Workers, in a worker of a shared crawl, reads every worker's record:
+	// the reports show them (report.Data.Workers) and /metrics their
+	// counters and the crawl's totals. nil: not a shared crawl.
+	Workers WorkersFunc
+	// KeptWorkers, serving a finished shared crawl, are its workers as its
+	// report shows them (the records its data dirs kept, or Redis's read
+	// once): /metrics shows their counters and the crawl's totals as a
+	// live worker's does, without horseshoe_redis_up (Redis is not read
+	// per scrape). Ignored with Workers.
+	KeptWorkers *report.Workers
+	// Report builds the report (the one `crawler report` writes: a
+	// finished crawl's, with the workers section its data dirs keep); nil
+	// reads it from the store with Filter, Curve and EndToEnd.
+	Report ReportFunc
 }
 
-// Handler serves the report and the metrics of one store.
+// Handler serves the report and the metrics of one store, or of the stores
+// Options.Report and Options.Snapshot read.
 type Handler struct {
 	db     *storage.DB
 	o      Options
@@ -92,9 +118,10 @@ type rendered struct {
 	at   time.Time
 }
 
-// NewHandler returns the handler for db's crawl.
+// NewHandler returns the handler for db's crawl; db may be nil when
+// o.Report and o.Snapshot read the crawl.
 func NewHandler(db *storage.DB, o Options) (*Handler, error) {
-	if db == nil {
+	if db == nil && (o.Report == nil || o.Snapshot == nil) {
 		return nil, errors.New("live: nil store")
 	}
 	if o.CacheFor == 0 {
@@ -118,6 +145,11 @@ func NewHandler(db *storage.DB, o Options) (*Handler, error) {
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(NewCollector(o.Snapshot)); err != nil {
 		return nil, fmt.Errorf("live: register metrics: %w", err)
+	}
+	if wc := workersCollectorOf(o, logger); wc != nil {
+		if err := reg.Register(wc); err != nil {
+			return nil, fmt.Errorf("live: register metrics: %w", err)
+		}
 	}
 	if o.RuntimeMetrics {
 		if err := reg.Register(collectors.NewGoCollector()); err != nil {
@@ -186,11 +218,13 @@ func (h *Handler) render(format string, write func(io.Writer, *report.Data) erro
 	if c, ok := h.cache[format]; ok && h.o.CacheFor > 0 && now.Sub(c.at) < h.o.CacheFor {
 		return c.body, nil
 	}
-	d, err := crawl.ReportData(h.db, h.o.Filter, h.o.Curve)
+	d, err := h.report()
 	if err != nil {
 		return nil, fmt.Errorf("read report data: %w", err)
 	}
-	d.EndToEnd = h.o.EndToEnd
+	if h.o.Workers != nil {
+		d.Workers, d.Unavailable = h.readWorkers()
+	}
 	var buf bytes.Buffer
 	if err := write(&buf, d); err != nil {
 		return nil, err
@@ -198,6 +232,36 @@ func (h *Handler) render(format string, write func(io.Writer, *report.Data) erro
 	h.cache[format] = rendered{body: buf.Bytes(), at: now}
 	return buf.Bytes(), nil
 }
+
+// report builds the report: with Options.Report, or from the store.
+func (h *Handler) report() (*report.Data, error) {
+	if h.o.Report != nil {
+		return h.o.Report()
+	}
+	d, err := crawl.ReportData(h.db, h.o.Filter, h.o.Curve)
+	if err != nil {
+		return nil, err
+	}
+	d.EndToEnd = h.o.EndToEnd
+	return d, nil
+}
+
+// readWorkers reads the workers of the shared crawl; when Redis cannot be
+// read, it says why instead (the report shows what this worker knows
+// locally: its data dir).
+func (h *Handler) readWorkers() (*report.Workers, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), workersTimeout)
+	defer cancel()
+	w, err := h.o.Workers(ctx)
+	if err != nil {
+		h.logger.Warn("live report without the shared crawl's workers", "err", err)
+		return nil, unavailable(err)
+	}
+	return w, ""
+}
+
+// unavailable is the note shown in place of the crawl-wide data.
+func unavailable(err error) string { return "crawl-wide data unavailable: " + err.Error() }
 
 // Collector exports a crawl's counters to Prometheus.
 type Collector struct {
@@ -216,7 +280,7 @@ func NewCollector(snapshot SnapshotFunc) *Collector {
 		requests: prometheus.NewDesc("horseshoe_requests_total",
 			"HTTP requests sent, robots.txt included.", nil, nil),
 		queued: prometheus.NewDesc("horseshoe_queue_size",
-			"URLs waiting in the frontier.", nil, nil),
+			"URLs waiting in the frontier (absent when a shared crawl's Redis cannot be read).", nil, nil),
 		active: prometheus.NewDesc("horseshoe_active_fetches",
 			"Fetches in flight (at most one per host).", nil, nil),
 		hosts: prometheus.NewDesc("horseshoe_hosts",
@@ -250,7 +314,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(c.requests, prometheus.CounterValue, float64(s.Requests))
-	ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(s.Queued))
+	if s.QueuedErr == nil { // unknown (a shared crawl's Redis): no sample rather than 0
+		ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(s.Queued))
+	}
 	ch <- prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, float64(s.Active))
 	ch <- prometheus.MustNewConstMetric(c.hosts, prometheus.GaugeValue, float64(s.Hosts))
 	run := 0.0

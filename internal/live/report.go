@@ -8,6 +8,7 @@ import (
 
 	"github.com/horseshoe-crawler/horseshoe/configs"
 	"github.com/horseshoe-crawler/horseshoe/crawl"
+	"github.com/horseshoe-crawler/horseshoe/report"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
 
@@ -29,28 +30,39 @@ type Serving struct {
 	Token string
 	// Controls act on the crawl running in this process (nil: none runs).
 	Controls *Controls
+	// Workers reads the workers of a shared crawl this process works on
+	// (nil: not a shared crawl).
+	Workers WorkersFunc
+	// Report builds the report of a finished crawl (Options.Report).
+	Report ReportFunc
+	// Stats reads the counters of a finished crawl (Options.Snapshot; nil:
+	// from the store).
+	Stats SnapshotFunc
+	// KeptWorkers are a finished shared crawl's workers (Options.KeptWorkers).
+	KeptWorkers *report.Workers
 }
 
 // StartReport serves db's report (GET /, GET /report.json), metrics (GET
 // /metrics) and control API (/api/) as sv says, with the curves of the
 // detector d configures. snapshot gives the counters of a crawl running in
 // this process, and makes the HTML report reload itself; nil means a
-// finished crawl whose counters are read from the store.
+// finished crawl whose counters sv.Stats reads, or the store. db may be
+// nil when sv.Report and sv.Stats read the crawl (several data dirs).
 func StartReport(sv Serving, db *storage.DB, d configs.Dedup, snapshot func() crawl.Stats, logger *slog.Logger) (*Server, error) {
 	addr := sv.Addr
 	if err := CheckBind(addr, sv.Token); err != nil {
 		return nil, &ListenError{Addr: addr, Err: err}
 	}
-	name, curve, err := crawl.FilterCurve(d)
-	if err != nil {
-		return nil, err
-	}
-	e2e, err := crawl.EndToEndCurve(d)
-	if err != nil {
-		return nil, err
-	}
 	logger = logger.With("system", "serve")
-	o := Options{Filter: name, Curve: curve, EndToEnd: e2e, RuntimeMetrics: true, Logger: logger, Controls: sv.Controls}
+	o := Options{RuntimeMetrics: true, Logger: logger, Controls: sv.Controls,
+		Workers: sv.Workers, KeptWorkers: sv.KeptWorkers, Report: sv.Report, Snapshot: sv.Stats}
+	if sv.Report == nil { // the report of db, with the curves
+		c, err := crawl.ReportCurves(d)
+		if err != nil {
+			return nil, err
+		}
+		o.Filter, o.Curve, o.EndToEnd = c.Filter, c.Curve, c.EndToEnd
+	}
 	if snapshot != nil {
 		o.Live = true
 		o.Snapshot = func() (crawl.Stats, error) { return snapshot(), nil }

@@ -48,7 +48,13 @@ type Request struct {
 	Status    int    // status code written; 0 while in flight or when the handler aborted without writing
 	UserAgent string
 	Start     time.Time // arrival
-	End       time.Time // completion; zero while in flight
+	End       time.Time // completion (the handler returned); zero while in flight
+	// Sent is when the response's last write began (End when nothing was
+	// written): the client cannot have the whole response before it. End
+	// can come later than the client's end of the request (the handler's
+	// goroutine may wait for a CPU after its last write), so a gap between
+	// a client's requests is measured from Sent.
+	Sent time.Time
 }
 
 // Options configures Start. The zero value is usable.
@@ -251,6 +257,10 @@ func (w *Web) logged(ip string, next http.Handler) http.Handler {
 			w.mu.Lock()
 			w.reqs[i].Status = status
 			w.reqs[i].End = time.Now()
+			w.reqs[i].Sent = rec.lastWrite
+			if rec.lastWrite.IsZero() {
+				w.reqs[i].Sent = w.reqs[i].End
+			}
 			w.mu.Unlock()
 			w.inflight.Done()
 		}()
@@ -262,7 +272,8 @@ func (w *Web) logged(ip string, next http.Handler) http.Handler {
 // recorder remembers the status code written through it.
 type recorder struct {
 	http.ResponseWriter
-	status int
+	status    int
+	lastWrite time.Time // when the last Write began
 }
 
 func (r *recorder) WriteHeader(code int) {
@@ -273,6 +284,7 @@ func (r *recorder) WriteHeader(code int) {
 }
 
 func (r *recorder) Write(p []byte) (int, error) {
+	r.lastWrite = time.Now()
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}

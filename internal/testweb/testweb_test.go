@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -440,5 +441,46 @@ func countingDialer(n *int) func(ctx context.Context, network, addr string) (net
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		*n++
 		return d.DialContext(ctx, network, addr)
+	}
+}
+
+// TestSentBeforeClientHasResponse: a handler that writes its whole body and
+// then lingers (as a goroutine waiting for a CPU does) ends after its client
+// has the whole response; Sent is no later than that moment, End is, so a
+// client's gap between requests is measured from Sent.
+func TestSentBeforeClientHasResponse(t *testing.T) {
+	body := strings.Repeat("x", 64<<10)
+	linger := func(_ string, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/linger" {
+				next.ServeHTTP(rw, r)
+				return
+			}
+			rw.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			io.WriteString(rw, body)
+			time.Sleep(200 * time.Millisecond)
+		})
+	}
+	w, c := startTest(t, Options{Handler: linger})
+	resp, err := c.Get(w.URL("127.0.0.2", "/linger"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	got := time.Now()
+	if err != nil || len(b) != len(body) {
+		t.Fatalf("read %d bytes, %v", len(b), err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for w.Requests()[0].End.IsZero() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	r := w.Requests()[0]
+	if r.Sent.IsZero() || r.Sent.Before(r.Start) || r.Sent.After(got) {
+		t.Errorf("Sent %v, want between Start %v and the client's end %v", r.Sent, r.Start, got)
+	}
+	if !r.End.After(got) {
+		t.Errorf("End %v not after the client's end %v: the handler's linger not shown", r.End, got)
 	}
 }

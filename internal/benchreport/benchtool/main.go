@@ -6,6 +6,7 @@
 //	benchtool fetched -report FILE        print its count of HTML pages fetched (unique and duplicates)
 //	benchtool stages -traces FILE         print the CPU profile's share by stage (from pprof -traces)
 //	benchtool render -dir RUN -doc FILE   print the tables and rewrite the figures section of FILE
+//	benchtool scale [-hosts N ...]        the scale-out bench on a generated web of N hosts (scale.go)
 package main
 
 import (
@@ -37,9 +38,12 @@ func main() {
 	}
 }
 
-func run(_ context.Context, args []string, stdout io.Writer) error {
+func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: benchtool corpus|seeds|kept|stages|render [args]")
+		return errors.New("usage: benchtool corpus|seeds|kept|stages|render|scale [args]")
+	}
+	if args[0] == "scale" {
+		return runScale(ctx, args[1:], stdout)
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	port := fs.Int("port", 80, "port the corpus is served on (seeds)")

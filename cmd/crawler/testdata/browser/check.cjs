@@ -2,7 +2,7 @@
 // and prints, as one JSON object on stdout, what cmd/crawler's browser tests
 // assert on: console messages, page errors, dialogs, requests that left the
 // file, the visible text, the size of every chart and the rows of the host
-// table. It also writes a full-page screenshot. It judges nothing itself.
+// and workers tables. It also writes a full-page screenshot. It judges nothing itself.
 //
 //   HORSESHOE_PLAYWRIGHT=/path/to/node_modules/playwright-core \
 //   node check.cjs --chromium /usr/bin/chromium --page report.html \
@@ -81,6 +81,7 @@ async function main() {
           ...box(s),
         })),
         hostRows: [...document.querySelectorAll('#hosts table tbody tr')].map((tr) => [...tr.cells].map((td) => td.innerText.trim())),
+        workerRows: [...document.querySelectorAll('#workers table tr')].map((tr) => [...tr.cells].map((td) => td.innerText.trim())),
         clusters: document.querySelectorAll('#clusters details').length,
         scrollWidth: document.documentElement.scrollWidth,
         clientWidth: document.documentElement.clientWidth,

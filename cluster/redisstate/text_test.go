@@ -1,0 +1,707 @@
+package redisstate
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/horseshoe-crawler/horseshoe/crawl"
+	"github.com/horseshoe-crawler/horseshoe/dedup"
+	"github.com/horseshoe-crawler/horseshoe/internal/testtools/redistest"
+	"github.com/horseshoe-crawler/horseshoe/parse"
+	"github.com/horseshoe-crawler/horseshoe/storage"
+)
+
+// textWorker is one worker of a test crawl: its Store (own data dir), its
+// index, and its remote text service while serve is on.
+type textWorker struct {
+	st   *Store
+	x    *Index
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+func textWorkers(t *testing.T, srv *redistest.Server, name string, n int, det *dedup.Detector, h *roundTrips, serve bool) []*textWorker {
+	t.Helper()
+	var ws []*textWorker
+	for i := 0; i < n; i++ {
+		var hk *roundTrips
+		if i == 0 {
+			hk = h
+		}
+		c, st := storeOn(t, srv, name, hk)
+		w := &textWorker{st: st, x: c.NewIndex(det, DedupOptions{})}
+		if serve {
+			w.serve(t)
+		}
+		ws = append(ws, w)
+	}
+	return ws
+}
+
+// serve starts w's remote text service (waits until it is alive).
+func (w *textWorker) serve(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	w.stop, w.done = cancel, make(chan struct{})
+	go func() {
+		defer close(w.done)
+		if err := w.st.Serve(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	t.Cleanup(w.leave)
+	for !w.st.serving.Load() {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// leave stops w's service as a worker leaving does.
+func (w *textWorker) leave() {
+	if w.stop != nil {
+		w.stop()
+		<-w.done
+		w.stop = nil
+	}
+}
+
+// settlerOf is the engine's settler (crawl/settle.go) over st: the candidate's
+// text through the seam's Store.Text, tokenized as parse.Parse does, its
+// exact Jaccard with the page's; "cannot tell" on crawl.ErrElsewhere.
+func settlerOf(t *testing.T, det *dedup.Detector, st crawl.Store, toks []string) dedup.Settler {
+	mine := det.Shingles(toks, nil)
+	return func(orig uint64) (float64, bool) {
+		text, err := st.Text(context.Background(), orig)
+		if errors.Is(err, crawl.ErrElsewhere) {
+			return 0, false
+		}
+		if err != nil {
+			t.Errorf("text of %d: %v", orig, err)
+			return 0, false
+		}
+		return dedup.ExactJaccard(mine, det.Shingles(parse.Tokenize(nil, text), nil)), true
+	}
+}
+
+// commitText records page id with its text, as the engine's commit does
+// after the index decided.
+func commitText(t testing.TB, st *Store, id uint64, toks []string) {
+	err := st.Update(context.Background(), func(tx crawl.Tx) error {
+		if err := tx.PutPage(&storage.Page{ID: id, URL: fmt.Sprintf("http://p%d.test/", id), Class: storage.ClassUnique}); err != nil {
+			return err
+		}
+		return tx.PutText(id, strings.Join(toks, " "))
+	})
+	if err != nil {
+		t.Error(err)
+	}
+}
+
+// textPair is one generated pair's outcome.
+type textPair struct {
+	j             float64
+	local, shared dedup.Decision
+}
+
+// runPairs generates families (an original and a near copy of it, J about
+// 0.84 to 0.98), the original indexed and committed by worker f%n, the copy
+// checked by worker (f+1)%n (every candidate is remote), and returns each
+// copy's decision in the shared crawl and by one local detector with
+// settlement. With late, every third original is committed 80 ms after it
+// was indexed, while the copy's worker already asks for its text.
+func runPairs(t *testing.T, ws []*textWorker, det *dedup.Detector, families int, late bool) []textPair {
+	ctx := context.Background()
+	local, _ := dedup.New(det.Options())
+	r := rand.New(rand.NewPCG(19, 85))
+	texts := map[uint64][]string{}
+	localSettle := func(toks []string) dedup.Settler {
+		mine := det.Shingles(toks, nil)
+		return func(orig uint64) (float64, bool) {
+			return dedup.ExactJaccard(mine, det.Shingles(texts[orig], nil)), true
+		}
+	}
+	var out []textPair
+	var wg sync.WaitGroup
+	for f := 0; f < families; f++ {
+		a, b := ws[f%len(ws)], ws[(f+1)%len(ws)]
+		base := words(r, 400+r.IntN(200))
+		cp := variant(r, base, 2+r.IntN(7))
+		id := uint64(1000 + 2*f)
+		texts[id], texts[id+1] = base, cp
+		local.CheckAndAddSettled(id, det.Sign(base), localSettle(base))
+		d, err := a.x.CheckAndAdd(ctx, id, det.Sign(base), settlerOf(t, det, a.st, base))
+		if err != nil || d.Class != dedup.Unique {
+			t.Fatalf("family %d: the original is %v (%v)", f, d.Class, err)
+		}
+		if late && f%3 == 0 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				time.Sleep(80 * time.Millisecond)
+				commitText(t, a.st, id, base)
+			}()
+		} else {
+			commitText(t, a.st, id, base)
+		}
+		want := local.CheckAndAddSettled(id+1, det.Sign(cp), localSettle(cp))
+		got, err := b.x.CheckAndAdd(ctx, id+1, det.Sign(cp), settlerOf(t, det, b.st, cp))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Class == dedup.Unique {
+			commitText(t, b.st, id+1, cp)
+		}
+		j := dedup.ExactJaccard(det.Shingles(base, nil), det.Shingles(cp, nil))
+		out = append(out, textPair{j: j, local: want, shared: got})
+	}
+	wg.Wait()
+	return out
+}
+
+// differing counts the pairs decided otherwise than by one process, and
+// those with J in the band [0.85, 0.97].
+func differing(t *testing.T, res []textPair) (differ, inBand, dups int) {
+	for i, p := range res {
+		if p.j >= 0.85 && p.j <= 0.97 {
+			inBand++
+		}
+		if p.local.Class != dedup.Unique {
+			dups++
+		}
+		if p.local.Class != p.shared.Class || p.local.Original != p.shared.Original {
+			differ++
+			t.Logf("pair %d at J %.3f: one process %v (settled %v), shared %v (J %.3f, settled %v)",
+				i, p.j, p.local.Class, p.local.Settled, p.shared.Class, p.shared.Similarity, p.shared.Settled)
+		}
+	}
+	return
+}
+
+// TestRemoteTextSettlesAsOneProcess: three workers, each near-duplicate
+// candidate kept by another worker: with remote texts every decision equals
+// one process's with settlement (J 0.85-0.97 around the 0.90 threshold); the
+// same pairs without the text service fall back to the sketch rule and
+// some are decided otherwise (what a shared crawl did before).
+func TestRemoteTextSettlesAsOneProcess(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
+	det, err := dedup.New(dedup.Options{Simhash: false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const families = 90
+	h := &roundTrips{}
+	ws := textWorkers(t, srv, "remote", 3, det, h, true)
+	res := runPairs(t, ws, det, families, true)
+	differ, inBand, dups := differing(t, res)
+	t.Logf("remote texts: %d pairs, %d in J 0.85-0.97, %d duplicates, %d decided otherwise", len(res), inBand, dups, differ)
+	if inBand < families*2/3 || dups < 20 || dups > families-20 {
+		t.Fatalf("%d pairs in the band, %d duplicates: the pairs do not test the threshold", inBand, dups)
+	}
+	if differ > 0 {
+		t.Fatalf("%d of %d pairs decided otherwise than by one process", differ, len(res))
+	}
+	var asked, answered, fell int64
+	for _, w := range ws {
+		s := w.st.TextStats()
+		asked, answered, fell = asked+s.Asked, answered+s.Answered, fell+s.FellBack
+	}
+	if asked == 0 || answered != asked || fell != 0 {
+		t.Fatalf("remote texts: asked %d, answered %d, fell back %d", asked, answered, fell)
+	}
+	var lats []time.Duration
+	var bytes int64
+	for _, w := range ws {
+		lats = append(lats, w.st.RemoteLatencies()...)
+		bytes += w.st.TextStats().Bytes
+	}
+	slices.Sort(lats)
+	t.Logf("remote texts answered: %d, %d text bytes (%.0f a text), latency median %v, p99 %v, max %v (the late commits included)",
+		answered, bytes, float64(bytes)/float64(answered), lats[len(lats)/2], lats[len(lats)*99/100], lats[len(lats)-1])
+
+	// Without the service (as before): the sketch rule decides remote
+	// candidates.
+	without := textWorkers(t, srv, "remote-off", 3, det, nil, false)
+	res = runPairs(t, without, det, families, false)
+	differ, _, _ = differing(t, res)
+	t.Logf("without remote texts: %d of %d pairs decided otherwise", differ, len(res))
+	if differ == 0 {
+		t.Fatalf("without remote texts every pair was decided as by one process: the pairs do not test settlement")
+	}
+}
+
+// TestRemoteTextRoundTrips: a remote text costs the requester one round
+// trip (the route script and the wait for the answer in one pipeline); its
+// latency on loopback is logged (median, p99).
+func TestRemoteTextRoundTrips(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
+	det, _ := dedup.New(dedup.Options{Simhash: false})
+	h := &roundTrips{}
+	ws := textWorkers(t, srv, "rt", 2, det, h, true)
+	toks := words(rand.New(rand.NewPCG(1, 2)), 300)
+	commitText(t, ws[1].st, 42, toks)
+	h.reset()
+	const n = 500
+	for i := 0; i < n; i++ {
+		text, err := ws[0].st.Text(context.Background(), 42)
+		if err != nil || text != strings.Join(toks, " ") {
+			t.Fatalf("remote text: %d bytes, %v", len(text), err)
+		}
+	}
+	// The serving goroutines of worker 0 use the same client: their
+	// BLPOPs (one a second each) and alive renewals are counted too.
+	if got := h.get(); got < n || got > n+8 {
+		t.Fatalf("%d round trips for %d remote texts", got, n)
+	}
+	lats := ws[0].st.RemoteLatencies()
+	slices.Sort(lats)
+	st := ws[0].st.TextStats()
+	t.Logf("%d round trips for %d remote texts of %d bytes; latency median %v, p99 %v, max %v; %d bytes received",
+		h.get(), n, len(strings.Join(toks, " ")), lats[len(lats)/2], lats[len(lats)*99/100], lats[len(lats)-1], st.Bytes)
+}
+
+// TestRemoteTextKeeperGone: a worker that left answers nothing; one killed
+// (its alive key still there, nobody serving) answers nothing either: the
+// settlement falls back to the sketch rule at once (left) or after the
+// request timeout (killed), counted; every page is decided, none lost.
+func TestRemoteTextKeeperGone(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
+	det, _ := dedup.New(dedup.Options{Simhash: false})
+	ctx := context.Background()
+	ws := textWorkers(t, srv, "gone", 2, det, nil, true)
+	a, b := ws[0], ws[1]
+	b.st.TextTimeout = 300 * time.Millisecond
+	r := rand.New(rand.NewPCG(3, 4))
+	var bases [][]string
+	for f := 0; f < 20; f++ {
+		base := words(r, 400)
+		bases = append(bases, base)
+		if _, err := a.x.CheckAndAdd(ctx, uint64(100+f), det.Sign(base), nil); err != nil {
+			t.Fatal(err)
+		}
+		commitText(t, a.st, uint64(100+f), base)
+	}
+	check := func(from, to int) (decided int, took time.Duration) {
+		start := time.Now()
+		for f := from; f < to; f++ {
+			cp := variant(r, bases[f], 2) // J about 0.95: a candidate to settle
+			d, err := b.x.CheckAndAdd(ctx, uint64(200+f), det.Sign(cp), settlerOf(t, det, b.st, cp))
+			if err != nil {
+				t.Fatalf("copy %d: %v", f, err)
+			}
+			if d.Class != dedup.Unique && d.Original != uint64(100+f) {
+				t.Fatalf("copy %d: a duplicate of %d", f, d.Original)
+			}
+			if d.Settled {
+				t.Fatalf("copy %d settled exactly with its keeper gone", f)
+			}
+			decided++
+		}
+		return decided, time.Since(start)
+	}
+
+	a.leave() // left: its alive key is gone at once
+	n, took := check(0, 10)
+	s := b.st.TextStats()
+	t.Logf("keeper left: %d copies decided in %v; stats %+v", n, took, s)
+	if s.Asked < 3 || s.FellBack != s.Asked || s.Answered != 0 || s.Gone != s.FellBack {
+		t.Fatalf("keeper left: stats %+v", s)
+	}
+	if took > time.Second {
+		t.Fatalf("keeper left: %d copies took %v (the requests should not wait)", n, took)
+	}
+
+	// Killed: the alive key outlives the process for up to its TTL (here
+	// 1 s left of it); the requests wait for the silent keeper until it
+	// expires, then fall back at once.
+	const left = time.Second
+	if err := b.st.c.rdb.Set(ctx, b.st.c.keeperUpKey(a.st.Keeper()), "1", left).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := b.st.TextStats()
+	n, took = check(10, 20)
+	s = b.st.TextStats()
+	fell := s.FellBack - before.FellBack
+	t.Logf("keeper killed: %d copies decided in %v; %d fell back (those asked while its alive key lived after the 300 ms timeout)", n, took, fell)
+	if fell < 2 || fell != s.Asked-before.Asked || s.Gone != s.FellBack || s.Answered != 0 {
+		t.Fatalf("keeper killed: stats %+v", s)
+	}
+	if took < left || took > left+900*time.Millisecond {
+		t.Fatalf("keeper killed: %d requests took %v (the alive key's last %v and one timeout)", fell, took, left)
+	}
+	// Nothing lost: worker a's pages are all in its data dir.
+	for f := 0; f < 20; f++ {
+		if _, err := a.st.Text(ctx, uint64(100+f)); err != nil {
+			t.Fatalf("page %d: %v", 100+f, err)
+		}
+	}
+}
+
+// A page record too comes from its keeper (the settlement with
+// title_tokens reads the candidate's title); a text over the cap is not
+// sent.
+func TestRemotePageAndCap(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
+	det, _ := dedup.New(dedup.Options{Simhash: false})
+	ctx := context.Background()
+	ws := textWorkers(t, srv, "page", 2, det, nil, true)
+	err := ws[1].st.Update(ctx, func(tx crawl.Tx) error {
+		if err := tx.PutPage(&storage.Page{ID: 5, URL: "http://t.test/", Title: "The Title", Class: storage.ClassUnique}); err != nil {
+			return err
+		}
+		if err := tx.PutPage(&storage.Page{ID: 6, URL: "http://big.test/", Class: storage.ClassUnique}); err != nil {
+			return err
+		}
+		return tx.PutText(6, strings.Repeat("a ", MaxRemoteText/2+1))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ws[0].st.Page(ctx, 5)
+	if err != nil || p.Title != "The Title" || p.URL != "http://t.test/" {
+		t.Fatalf("remote record: %+v, %v", p, err)
+	}
+	if _, err := ws[0].st.Page(ctx, 77); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("a page nobody fetched: %v", err)
+	}
+	_, err = ws[0].st.Text(ctx, 6)
+	if !errors.Is(err, crawl.ErrElsewhere) || !strings.Contains(err.Error(), "size cap") {
+		t.Fatalf("a text over the cap: %v", err)
+	}
+}
+
+// A worker restarted on its data dir answers for its pages again: the
+// keeper id is the data dir's (kept in its meta), not the process's.
+func TestRemoteTextKeeperRestarts(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
+	det, _ := dedup.New(dedup.Options{Simhash: false})
+	ctx := context.Background()
+	ws := textWorkers(t, srv, "restart", 2, det, nil, true)
+	commitText(t, ws[1].st, 9, []string{"kept", "text"})
+	ws[1].leave()
+	if _, err := ws[0].st.Text(ctx, 9); !errors.Is(err, crawl.ErrElsewhere) {
+		t.Fatalf("the keeper left: %v", err)
+	}
+	again := &textWorker{st: mustStore(t, ws[1].st.c, ws[1].st.db, nil)}
+	if again.st.Keeper() != ws[1].st.Keeper() {
+		t.Fatalf("keeper id %q after the restart, %q before", again.st.Keeper(), ws[1].st.Keeper())
+	}
+	again.serve(t)
+	if text, err := ws[0].st.Text(ctx, 9); err != nil || text != "kept text" {
+		t.Fatalf("after the restart: %q, %v", text, err)
+	}
+}
+
+// BenchmarkRemoteText: one worker reads texts another keeps (3.4 KB, 12 KB
+// and 118 KB: 500, 2,000 and 20,000 words, the sizes of BenchmarkSettle),
+// one at a time as the serialized commit asks: the round trip through
+// Redis and the keeper's Badger read.
+func BenchmarkRemoteText(b *testing.B) {
+	srv := redistest.Start(b, redistest.Options{NoPersistence: true})
+	det, _ := dedup.New(dedup.Options{Simhash: false})
+	for _, n := range []int{500, 2000, 20000} {
+		b.Run(fmt.Sprintf("words=%d", n), func(b *testing.B) {
+			ws := textWorkersB(b, srv, fmt.Sprintf("bench%d", n), det)
+			toks := make([]string, n)
+			r := rand.New(rand.NewPCG(uint64(n), 1))
+			for i := range toks {
+				toks[i] = fmt.Sprintf("%x", r.Uint64()>>40)
+			}
+			commitText(b, ws[1].st, 1, toks)
+			text := strings.Join(toks, " ")
+			b.SetBytes(int64(len(text)))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				got, err := ws[0].st.Text(context.Background(), 1)
+				if err != nil || len(got) != len(text) {
+					b.Fatalf("remote text: %d bytes, %v", len(got), err)
+				}
+			}
+			b.StopTimer()
+			lats := ws[0].st.RemoteLatencies()
+			slices.Sort(lats)
+			b.ReportMetric(float64(lats[len(lats)*99/100].Microseconds()), "p99-µs")
+		})
+	}
+}
+
+// textWorkersB is textWorkers for a benchmark: two workers, both serving.
+func textWorkersB(b *testing.B, srv *redistest.Server, name string, det *dedup.Detector) []*textWorker {
+	ctx := context.Background()
+	var ws []*textWorker
+	for range 2 {
+		c, err := Open(ctx, srv.Client(b), name, Options{Partitions: 4, Capacity: 10_000})
+		if err != nil {
+			b.Fatal(err)
+		}
+		db, err := storage.Open(b.TempDir(), storage.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { db.Close() })
+		w := &textWorker{st: mustStore(b, c, db, nil), x: c.NewIndex(det, DedupOptions{})}
+		sctx, cancel := context.WithCancel(ctx)
+		w.stop, w.done = cancel, make(chan struct{})
+		go func() { defer close(w.done); w.st.Serve(sctx) }()
+		b.Cleanup(w.leave)
+		for !w.st.serving.Load() {
+			time.Sleep(time.Millisecond)
+		}
+		ws = append(ws, w)
+	}
+	return ws
+}
+
+// A page this worker keeps and lacks the text of is missing at once: it is
+// not asked of itself through Redis.
+func TestRemoteTextOwnPageMissing(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
+	det, _ := dedup.New(dedup.Options{Simhash: false})
+	ws := textWorkers(t, srv, "own", 1, det, nil, true)
+	err := ws[0].st.Update(context.Background(), func(tx crawl.Tx) error {
+		return tx.PutPage(&storage.Page{ID: 3, URL: "http://notext.test/", Class: storage.ClassUnique})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ws[0].st.Text(context.Background(), 3)
+	if !errors.Is(err, storage.ErrNotFound) || !strings.Contains(err.Error(), "does not have it") {
+		t.Fatalf("own page without text: %v", err)
+	}
+	if s := ws[0].st.TextStats(); s.Served != 0 {
+		t.Fatalf("the worker asked itself: %+v", s)
+	}
+}
+
+// A request the keeper's service takes from its list while it stops (its
+// blocking pop outlives the cancel by up to a second) is answered "gone",
+// not dropped: the asking worker falls back at once instead of waiting its
+// whole timeout.
+func TestRemoteTextAnsweredWhileStopping(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
+	det, _ := dedup.New(dedup.Options{Simhash: false})
+	ws := textWorkers(t, srv, "stopping", 2, det, nil, true)
+	commitText(t, ws[1].st, 7, []string{"kept", "text"})
+	ws[0].st.TextTimeout = 3 * time.Second
+	ws[1].stop() // cancelled; its pops still block, its alive key is still there
+	start := time.Now()
+	_, err := ws[0].st.Text(context.Background(), 7)
+	took := time.Since(start)
+	ws[1].leave()
+	if !errors.Is(err, crawl.ErrElsewhere) || !strings.Contains(err.Error(), "gone") {
+		t.Fatalf("a keeper stopping: %v", err)
+	}
+	if took > 1500*time.Millisecond {
+		t.Fatalf("a keeper stopping: the request waited %v (its timeout is 3 s): it was dropped, not answered", took)
+	}
+}
+
+// The keeper id of a data dir is made once: a store that cannot be read
+// (here closed; a transient Badger error alike) is an error, not a new id
+// that would orphan the texts kept under the old one.
+func TestKeeperIDNotReplacedOnReadError(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
+	c, err := Open(context.Background(), srv.Client(t), "kid", Options{Partitions: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	db, err := storage.Open(dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := mustStore(t, c, db, nil).Keeper()
+	db.Close()
+	if st, err := c.NewStore(db, c.NewIDs(), nil, nil); err == nil {
+		t.Fatalf("a store that cannot be read gave keeper id %q (the dir's is %q), no error", st.Keeper(), first)
+	} else {
+		t.Logf("unreadable store: %v", err)
+	}
+	db, err = storage.Open(dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if again := mustStore(t, c, db, nil).Keeper(); again != first {
+		t.Fatalf("keeper id %q after reopening, %q before", again, first)
+	}
+}
+
+// keeperProcess is a worker process keeping the texts of pages 1 to 3 in its
+// data dir dir and serving them (crawl "slow" at addr) until killed.
+func keeperProcess(addr, dir string) {
+	ctx := context.Background()
+	fail := func(err error) {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	c, err := Open(ctx, redis.NewClient(&redis.Options{Addr: addr}), "slow", Options{Partitions: 4, Capacity: 10_000})
+	if err != nil {
+		fail(err)
+	}
+	db, err := storage.Open(dir, storage.Options{})
+	if err != nil {
+		fail(err)
+	}
+	st, err := c.NewStore(db, c.NewIDs(), nil, nil)
+	if err != nil {
+		fail(err)
+	}
+	err = st.Update(ctx, func(tx crawl.Tx) error {
+		for id, text := range slowTexts {
+			if err := tx.PutPage(&storage.Page{ID: id, URL: fmt.Sprintf("http://k%d.test/", id), Class: storage.ClassUnique}); err != nil {
+				return err
+			}
+			if err := tx.PutText(id, text); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		fail(err)
+	}
+	go st.Serve(ctx)
+	for !st.serving.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	fmt.Println("serving")
+	time.Sleep(time.Minute)
+}
+
+var slowTexts = map[uint64]string{1: "text one", 2: "text two", 3: "text three"}
+
+// A keeper slow once (its process stopped for a second, as a long GC pause
+// or an overloaded machine would) is not taken for gone: the request it
+// missed falls back, the next one, made while it is still stopped, is
+// answered once it runs again.
+func TestRemoteTextKeeperSlowOnce(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
+	det, _ := dedup.New(dedup.Options{Simhash: false})
+	ctx := context.Background()
+	req := textWorkers(t, srv, "slow", 1, det, nil, true)[0].st
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "REDISSTATE_TEST_KEEPER="+srv.Addr, "REDISSTATE_TEST_DIR="+t.TempDir())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "serving\n" {
+		t.Fatalf("keeper said %q", line)
+	}
+	text := func(id uint64) (string, error, time.Duration) {
+		start := time.Now()
+		s, err := req.Text(ctx, id)
+		return s, err, time.Since(start)
+	}
+	if s, err, _ := text(1); s != slowTexts[1] || err != nil {
+		t.Fatalf("before the pause: %q, %v", s, err)
+	}
+	req.TextTimeout = 700 * time.Millisecond
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the keeper to stop", func() bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+		_, after, _ := strings.Cut(string(b), ") ")
+		return strings.HasPrefix(after, "T") // stopped (Linux; elsewhere the wait times out)
+	})
+	resume := time.AfterFunc(time.Second, func() { cmd.Process.Signal(syscall.SIGCONT) })
+	defer resume.Stop()
+	s, err, took := text(2)
+	if !errors.Is(err, crawl.ErrElsewhere) {
+		t.Fatalf("asked while the keeper is stopped: %q, %v after %v", s, err, took)
+	}
+	t.Logf("asked while the keeper is stopped: fell back after %v (%v)", took, err)
+	s, err, took = text(3)
+	if s != slowTexts[3] || err != nil {
+		t.Fatalf("asked right after the missed request, the keeper resuming within it: %q, %v after %v", s, err, took)
+	}
+	t.Logf("asked right after: answered after %v", took)
+	if s, err, _ := text(1); s != slowTexts[1] || err != nil {
+		t.Fatalf("after the pause: %q, %v", s, err)
+	}
+	if st := req.TextStats(); st.Answered != 3 || st.FellBack != 1 || st.Gone != 1 {
+		t.Fatalf("stats %+v: want 3 answered, 1 fell back", st)
+	}
+}
+
+// Serve says why the remote text service never started (its caller warns
+// that settlements of the worker's pages by others fall back), and nothing
+// when it served.
+func TestServeReturnsWhyNotStarted(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
+	_, st := storeOn(t, srv, "serve", nil)
+	srv.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	err := st.Serve(ctx)
+	if err == nil || !strings.Contains(err.Error(), "not started") {
+		t.Fatalf("Serve with Redis down until its context ended: %v", err)
+	}
+	t.Logf("Redis down: %v", err)
+	srv.Resume()
+	ctx, cancel = context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- st.Serve(ctx) }()
+	waitFor(t, 5*time.Second, "the service to start", st.serving.Load)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Serve after serving: %v", err)
+	}
+}
+
+// A keeper whose client has a read timeout shorter than its pop's one
+// second block (read_timeout in the Redis URL) still answers at once: the
+// pop is not cut by the read timeout (as a raw BLPOP through Do was: it
+// failed after its retries and the keeper slept a second, missing requests
+// made then).
+func TestKeeperShortReadTimeout(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
+	det, _ := dedup.New(dedup.Options{Simhash: false})
+	ctx := context.Background()
+	asker := textWorkers(t, srv, "rt", 1, det, nil, true)[0].st
+	rdb, err := Connect(ctx, srv.URL()+"?read_timeout=300ms", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	c, err := Open(ctx, rdb, "rt", Options{Partitions: 4, Capacity: 10_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := storage.Open(t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	keeper := &textWorker{st: mustStore(t, c, db, nil)}
+	for id := uint64(1); id <= 8; id++ {
+		commitText(t, keeper.st, id, []string{"text", strconv.FormatUint(id, 10)})
+	}
+	keeper.serve(t)
+	asker.TextTimeout = 250 * time.Millisecond
+	for id := uint64(1); id <= 5; id++ {
+		time.Sleep(1300 * time.Millisecond) // longer than a pop
+		start := time.Now()
+		text, err := asker.Text(ctx, id)
+		if want := "text " + strconv.FormatUint(id, 10); text != want || err != nil {
+			t.Fatalf("page %d: %q, %v after %v", id, text, err, time.Since(start))
+		}
+	}
+}

@@ -1,0 +1,10 @@
+package crawl
+
+// SetSkipRepairs sets, for a test of the crawl_test package, whether a URL
+// skipped at lease time queues the copies waiting on it and whether the skip
+// audit runs before a crawl ends; the returned func restores both.
+func SetSkipRepairs(leaseTime, audit bool) (restore func()) {
+	l, a := leasedSkipQueuesWaiting, auditSkips
+	leasedSkipQueuesWaiting, auditSkips = leaseTime, audit
+	return func() { leasedSkipQueuesWaiting, auditSkips = l, a }
+}
