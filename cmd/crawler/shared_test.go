@@ -187,8 +187,8 @@ func checkRequests(t *testing.T, reqs []testweb.Request) (robots int) {
 // redis-server, each with its own data dir, crawl the whole corpus; the
 // merged export keeps the same content as one process's crawl, no URL is
 // requested twice, no host sees two requests closer than the delay, and the
-// merged report's classes are the single crawl's within the variation of
-// which copy is fetched first.
+// merged report's classes agree with the single crawl's where the order of
+// the fetches cannot move them (compareClasses).
 func TestSharedCrawlThreeWorkers(t *testing.T) {
 	web, seeds := sharedWeb(t, nil)
 	srv := redistest.Start(t, redistest.Options{})
@@ -445,14 +445,17 @@ func TestSharedCrawlPasswordTLS(t *testing.T) {
 	}
 }
 
-// compareClasses checks the merged classes against one process's: what does
-// not depend on the order of the fetches is equal (errors, robots, not
-// HTML, no mirror skips with mirror detection off), the unique pages and
-// the duplicates (exact and near together) within 2%: which copy of a
-// near-duplicate pair is fetched first, and kept, changes them (a chain
-// A~B~C keeps B alone, or A and C). How the duplicates split into exact and
-// near follows the same choice (a copy of a dropped page is a near duplicate
-// of the page kept, not an exact one): logged, not compared.
+// compareClasses checks the merged classes against one process's, by what
+// does not depend on the order of the fetches. With mirror detection off,
+// every link is followed (a duplicate's links where the page kept lacks
+// them), so the set of URLs reached is the closure of the seeds whichever
+// copy is fetched first: errors, robots exclusions, non-HTML answers and
+// mirror skips (none) are equal, and so is the number of HTML pages judged
+// (unique plus duplicates). How those split into unique and duplicate pages
+// is not: which copy of a near-duplicate chain A~B~C is fetched first
+// decides whether B alone or A and C are kept. That choice is checked by
+// content (sameContent, every body kept by one crawl kept by the other or
+// recorded there as a duplicate of a kept page), never by a count.
 func compareClasses(t *testing.T, one, merged map[string]int) {
 	t.Helper()
 	for _, c := range []string{"error", "robots_disallowed", "not_html", "mirror_skipped"} {
@@ -460,11 +463,8 @@ func compareClasses(t *testing.T, one, merged map[string]int) {
 			t.Errorf("class %s: %d in one process, %d merged", c, one[c], merged[c])
 		}
 	}
-	within := func(name string, a, b int) {
-		if d := a - b; d*50 > a+50 || -d*50 > a+50 {
-			t.Errorf("%s: %d in one process, %d merged (more than 2%% apart)", name, a, b)
-		}
+	judged := func(m map[string]int) int { return m["unique"] + m["exact_duplicate"] + m["near_duplicate"] }
+	if a, b := judged(one), judged(merged); a != b {
+		t.Errorf("HTML pages judged (unique and duplicates): %d in one process, %d merged", a, b)
 	}
-	within("unique", one["unique"], merged["unique"])
-	within("duplicates", one["exact_duplicate"]+one["near_duplicate"], merged["exact_duplicate"]+merged["near_duplicate"])
 }
