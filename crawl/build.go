@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -36,6 +37,9 @@ type Env struct {
 	// Resolver looks up host names for the fetcher and the politeness
 	// clocks; nil is the system's.
 	Resolver fetch.Resolver
+	// Transport replaces the fetcher's transport (fetch.Options.Transport;
+	// tests: an in-memory network); nil is the built-in one.
+	Transport http.RoundTripper
 	// ProgressEvery is the interval of slog progress lines (0: none).
 	ProgressEvery time.Duration
 }
@@ -161,6 +165,7 @@ func FetchOptions(f configs.Fetch, env Env) fetch.Options {
 		o.DenyPrivate, o.Policy = true, *env.Policy
 	}
 	o.Resolver = env.Resolver
+	o.Transport = env.Transport
 	return o
 }
 

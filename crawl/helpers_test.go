@@ -19,6 +19,7 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/crawl"
 	"github.com/horseshoe-crawler/horseshoe/fetch"
 	"github.com/horseshoe-crawler/horseshoe/frontier"
+	"github.com/horseshoe-crawler/horseshoe/internal/memnet"
 	"github.com/horseshoe-crawler/horseshoe/report"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
@@ -203,16 +204,7 @@ func startServer(tb testing.TB, ip string, h http.Handler, log *hitLog) server {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv := &http.Server{
-		ReadHeaderTimeout: 5 * time.Second,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			arrive := time.Now()
-			sw := &statusWriter{ResponseWriter: w}
-			h.ServeHTTP(sw, r)
-			log.add(hit{IP: ip, Host: r.Host, Method: r.Method, Path: r.URL.RequestURI(),
-				Status: sw.status, Arrive: arrive, Done: time.Now()})
-		}),
-	}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: logged(ip, h, log)}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -225,6 +217,24 @@ func startServer(tb testing.TB, ip string, h http.Handler, log *hitLog) server {
 		<-done
 	})
 	return server{IP: ip, Port: port}
+}
+
+// startMemServer serves h on ip of the in-memory network n (a port of its
+// own), logging every request to log. Inside a synctest bubble the times
+// logged are the bubble's: exact.
+func startMemServer(n *memnet.Network, ip string, h http.Handler, log *hitLog) server {
+	return server{IP: ip, Port: n.Serve(ip, logged(ip, h, log))}
+}
+
+// logged wraps h to add every request it answers to log.
+func logged(ip string, h http.Handler, log *hitLog) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrive := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		h.ServeHTTP(sw, r)
+		log.add(hit{IP: ip, Host: r.Host, Method: r.Method, Path: r.URL.RequestURI(),
+			Status: sw.status, Arrive: arrive, Done: time.Now()})
+	})
 }
 
 // htmlPage builds a small page whose text is unique to name (so that no two
@@ -263,6 +273,9 @@ type crawlConfig struct {
 	Policy         *fetch.AddrPolicy // address policy (DenyPrivate); nil: any address
 	Resolver       fetch.Resolver    // name lookups of the fetcher and the engine; nil: the system's
 	NoSitemaps     bool              // crawl.sitemaps: false
+	// Net is the in-memory network the crawl fetches from and resolves
+	// names on (startMemServer); nil: the real one. runCrawl closes it.
+	Net *memnet.Network
 }
 
 func (c crawlConfig) withDefaults() crawlConfig {
@@ -358,7 +371,12 @@ func runCrawl(tb testing.TB, cfg crawlConfig, seeds ...string) crawlResult {
 		canon = append(canon, c)
 	}
 
-	c, err := crawl.Build(cfg.config(), db, crawl.Env{Seeds: canon, Policy: cfg.Policy, Resolver: cfg.Resolver}, nil)
+	env := crawl.Env{Seeds: canon, Policy: cfg.Policy, Resolver: cfg.Resolver}
+	if cfg.Net != nil {
+		defer cfg.Net.Close()
+		env.Transport, env.Resolver = cfg.Net.Transport(), cfg.Net
+	}
+	c, err := crawl.Build(cfg.config(), db, env, nil)
 	if err != nil {
 		tb.Fatalf("crawl.Build: %v", err)
 	}

@@ -1,3 +1,5 @@
+//go:build go1.25
+
 package crawl_test
 
 import (
@@ -8,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/crawl"
@@ -116,71 +119,73 @@ func lookupEngine(tb testing.TB, n, maxLookups int, timeout time.Duration, res c
 // TestLookupsBoundedAndCancellable: a page linking 3,000 host names starts at
 // most MaxLookups lookups at a time (it started 3,000 goroutines, one lookup
 // each), and cancelling the crawl ends the blocked lookups at once (they ran
-// on context.Background() with a 5 s timeout: Ctrl-C took 15 s).
+// on context.Background() with a 5 s timeout: Ctrl-C took 15 s). In a
+// synctest bubble: synctest.Wait lets every lookup that can start start, and
+// "at once" is no virtual time at all.
 func TestLookupsBoundedAndCancellable(t *testing.T) {
 	for _, bound := range []int{1, 7, 16} {
 		t.Run(fmt.Sprint(bound), func(t *testing.T) {
-			res := &fakeResolver{Block: func(ctx context.Context, _ string) error {
-				<-ctx.Done()
-				return ctx.Err()
-			}}
-			eng, _, _ := lookupEngine(t, 3000, bound, time.Hour, res)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			done := make(chan error, 1)
-			go func() { done <- eng.Run(ctx, ctx) }()
-			deadline := time.Now().Add(5 * time.Second)
-			for res.inflight.Load() < int64(bound) && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
-			}
-			time.Sleep(100 * time.Millisecond) // room for more to start, if anything let them
-			if got := res.peak.Load(); got > int64(bound) || res.inflight.Load() != int64(bound) {
-				t.Errorf("peak %d, in flight %d concurrent lookups, want at most and exactly %d", got, res.inflight.Load(), bound)
-			}
-			start := time.Now()
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
+			synctest.Test(t, func(t *testing.T) {
+				res := &fakeResolver{Block: func(ctx context.Context, _ string) error {
+					<-ctx.Done()
+					return ctx.Err()
+				}}
+				eng, _, _ := lookupEngine(t, 3000, bound, time.Hour, res)
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				done := make(chan error, 1)
+				go func() { done <- eng.Run(ctx, ctx) }()
+				synctest.Wait() // the crawl is idle: every lookup that may start has started and blocks
+				if got := res.peak.Load(); got > int64(bound) || res.inflight.Load() != int64(bound) {
+					t.Errorf("peak %d, in flight %d concurrent lookups, want at most and exactly %d", got, res.inflight.Load(), bound)
+				}
+				start := time.Now()
+				cancel()
+				// A lookup the cancel does not end blocks until its hour-long
+				// timeout: the bubble's clock shows it.
+				if err := <-done; err != nil {
 					t.Fatalf("Run: %v", err)
 				}
-			case <-time.After(2 * time.Second):
-				t.Fatalf("Run did not return within 2 s of the cancel, with lookups blocked")
-			}
-			t.Logf("bound %d: Run returned %v after the cancel; %d lookups started", bound, time.Since(start).Round(time.Millisecond), res.calls.Load())
-			if res.inflight.Load() != 0 {
-				t.Errorf("%d lookups still in flight after Run returned", res.inflight.Load())
-			}
+				if d := time.Since(start); d != 0 {
+					t.Errorf("Run returned %v after the cancel, want at once, with lookups blocked", d)
+				}
+				if res.inflight.Load() != 0 {
+					t.Errorf("%d lookups still in flight after Run returned", res.inflight.Load())
+				}
+			})
 		})
 	}
 }
 
 // TestLookupsFailingOrStuckDoNotHoldHosts: hosts whose lookup fails, or hangs
 // past the lookup timeout, get a clock of their own and are crawled (here:
-// recorded with the fetcher's DNS error); the crawl ends.
+// recorded with the fetcher's DNS error); the crawl ends, in a synctest
+// bubble where the lookup timeout is virtual.
 func TestLookupsFailingOrStuckDoNotHoldHosts(t *testing.T) {
-	const n = 500
-	res := &fakeResolver{Block: func(ctx context.Context, host string) error {
-		var i int
-		if _, err := fmt.Sscanf(host, "h%04d.", &i); err == nil && i%50 == 0 {
-			<-ctx.Done() // stuck until the lookup timeout
-			return ctx.Err()
+	synctest.Test(t, func(t *testing.T) {
+		const n = 500
+		res := &fakeResolver{Block: func(ctx context.Context, host string) error {
+			var i int
+			if _, err := fmt.Sscanf(host, "h%04d.", &i); err == nil && i%50 == 0 {
+				<-ctx.Done() // stuck until the lookup timeout
+				return ctx.Err()
+			}
+			return nil
+		}}
+		eng, f, fr := lookupEngine(t, n, 8, 50*time.Millisecond, res)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		if err := eng.Run(ctx, ctx); err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	}}
-	eng, f, fr := lookupEngine(t, n, 8, 50*time.Millisecond, res)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := eng.Run(ctx, ctx); err != nil {
-		t.Fatal(err)
-	}
-	if ctx.Err() != nil {
-		t.Fatalf("crawl did not finish: %d queued", fr.Stats().Queued)
-	}
-	if got := f.hits.Load(); got < n+1 {
-		t.Errorf("%d requests, want every one of the %d hosts tried after its lookup failed", got, n)
-	}
-	if p := res.peak.Load(); p > 8 {
-		t.Errorf("peak %d concurrent lookups, want <= 8", p)
-	}
+		if ctx.Err() != nil {
+			t.Fatalf("crawl did not finish: %d queued", fr.Stats().Queued)
+		}
+		if got := f.hits.Load(); got < n+1 {
+			t.Errorf("%d requests, want every one of the %d hosts tried after its lookup failed", got, n)
+		}
+		if p := res.peak.Load(); p > 8 {
+			t.Errorf("peak %d concurrent lookups, want <= 8", p)
+		}
+	})
 }

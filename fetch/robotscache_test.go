@@ -1,3 +1,5 @@
+//go:build go1.25
+
 package fetch
 
 import (
@@ -13,7 +15,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/internal/memnet"
 )
 
 type fakeClock struct {
@@ -73,7 +78,38 @@ type robotsServer struct {
 func newRobotsServer(tb testing.TB, h http.HandlerFunc) *robotsServer {
 	tb.Helper()
 	rs := &robotsServer{h: h}
-	srv := newServer(tb, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := newServer(tb, rs.handler())
+	u, err := url.Parse(srv.URL + "/some/page")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rs.url = u
+	return rs
+}
+
+// newMemRobotsServer is newRobotsServer on the in-memory network n, for a
+// test in a synctest bubble (newMemFetcher fetches from it).
+func newMemRobotsServer(n *memnet.Network, h http.HandlerFunc) *robotsServer {
+	rs := &robotsServer{h: h}
+	rs.url = &url.URL{Scheme: "http", Host: "127.0.0.1:" + n.Serve("127.0.0.1", rs.handler()), Path: "/some/page"}
+	return rs
+}
+
+// newMemFetcher is newTestFetcher over the in-memory network n, closed
+// (with n) when the test ends.
+func newMemFetcher(tb testing.TB, n *memnet.Network, mod func(*Options)) *Fetcher {
+	tb.Helper()
+	tb.Cleanup(n.Close)
+	return newTestFetcher(tb, func(o *Options) {
+		o.Transport, o.Resolver = n.Transport(), n
+		if mod != nil {
+			mod(o)
+		}
+	})
+}
+
+func (rs *robotsServer) handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {
 			rs.hits.Add(1)
 		}
@@ -81,13 +117,7 @@ func newRobotsServer(tb testing.TB, h http.HandlerFunc) *robotsServer {
 		h := rs.h
 		rs.mu.Unlock()
 		h(w, r)
-	}))
-	u, err := url.Parse(srv.URL + "/some/page")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	rs.url = u
-	return rs
+	})
 }
 
 func (rs *robotsServer) set(h http.HandlerFunc) {
@@ -138,28 +168,34 @@ func TestRobotsCacheStatuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rs := newRobotsServer(t, tt.handler)
-			f := newTestFetcher(t, func(o *Options) { o.Timeout = 300 * time.Millisecond })
-			c := NewRobotsCache(f, RobotsOptions{}, nil, newFakeClock().Now)
-			r, fetched, err := c.Get(context.Background(), rs.url)
-			if err != nil || !fetched {
-				t.Fatalf("Get: fetched %v err %v", fetched, err)
-			}
-			if r.Unavailable() != tt.unavailable {
-				t.Errorf("Unavailable = %v, want %v", r.Unavailable(), tt.unavailable)
-			}
-			for _, chk := range []struct {
-				path string
-				want bool
-			}{{"/private", tt.private}, {"/early", tt.early}, {"/late", tt.late}} {
-				if got := r.Allowed("horseshoe", chk.path); got != chk.want {
-					t.Errorf("Allowed(%s) = %v, want %v", chk.path, got, chk.want)
+			// In a bubble, the 300ms timeout is the bubble's: only the
+			// handler that never answers meets it, however loaded the
+			// machine.
+			synctest.Test(t, func(t *testing.T) {
+				n := memnet.New()
+				rs := newMemRobotsServer(n, tt.handler)
+				f := newMemFetcher(t, n, func(o *Options) { o.Timeout = 300 * time.Millisecond })
+				c := NewRobotsCache(f, RobotsOptions{}, nil, newFakeClock().Now)
+				r, fetched, err := c.Get(context.Background(), rs.url)
+				if err != nil || !fetched {
+					t.Fatalf("Get: fetched %v err %v", fetched, err)
 				}
-			}
-			hits := rs.hits.Load()
-			if _, fetched, _ := c.Get(context.Background(), rs.url); fetched || rs.hits.Load() != hits {
-				t.Errorf("second Get fetched again (fetched %v, hits %d -> %d)", fetched, hits, rs.hits.Load())
-			}
+				if r.Unavailable() != tt.unavailable {
+					t.Errorf("Unavailable = %v, want %v", r.Unavailable(), tt.unavailable)
+				}
+				for _, chk := range []struct {
+					path string
+					want bool
+				}{{"/private", tt.private}, {"/early", tt.early}, {"/late", tt.late}} {
+					if got := r.Allowed("horseshoe", chk.path); got != chk.want {
+						t.Errorf("Allowed(%s) = %v, want %v", chk.path, got, chk.want)
+					}
+				}
+				hits := rs.hits.Load()
+				if _, fetched, _ := c.Get(context.Background(), rs.url); fetched || rs.hits.Load() != hits {
+					t.Errorf("second Get fetched again (fetched %v, hits %d -> %d)", fetched, hits, rs.hits.Load())
+				}
+			})
 		})
 	}
 }
@@ -203,89 +239,100 @@ func TestRobotsCacheRetryAndTTL(t *testing.T) {
 	}
 }
 
+// TestRobotsCacheSingleFlight: Gets of one host while its robots.txt is
+// being fetched wait for that fetch: one request, one Get told it fetched.
+// In a bubble, synctest.Wait holds the gate until every Get is waiting.
 func TestRobotsCacheSingleFlight(t *testing.T) {
-	gate := make(chan struct{})
-	rs := newRobotsServer(t, func(w http.ResponseWriter, r *http.Request) {
-		<-gate
-		io.WriteString(w, testRobots)
+	synctest.Test(t, func(t *testing.T) {
+		gate := make(chan struct{})
+		n := memnet.New()
+		rs := newMemRobotsServer(n, func(w http.ResponseWriter, r *http.Request) {
+			<-gate
+			io.WriteString(w, testRobots)
+		})
+		f := newMemFetcher(t, n, func(o *Options) { o.Timeout = 5 * time.Second })
+		c := NewRobotsCache(f, RobotsOptions{}, nil, nil)
+		const getters = 20
+		var wg sync.WaitGroup
+		var fetchedCount atomic.Int32
+		errs := make(chan error, getters)
+		for range getters {
+			wg.Go(func() {
+				r, fetched, err := c.Get(context.Background(), rs.url)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if fetched {
+					fetchedCount.Add(1)
+				}
+				if r.Allowed("horseshoe", "/private") {
+					errs <- errors.New("rules not applied")
+				}
+			})
+		}
+		synctest.Wait() // every Get waits: the leader in the handler, the others behind it
+		if h := rs.hits.Load(); h != 1 {
+			t.Errorf("%d requests while %d Gets wait, want 1", h, getters)
+		}
+		close(gate)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		if rs.hits.Load() != 1 || fetchedCount.Load() != 1 {
+			t.Errorf("hits %d, fetched reported %d times; want 1 and 1", rs.hits.Load(), fetchedCount.Load())
+		}
 	})
-	f := newTestFetcher(t, func(o *Options) { o.Timeout = 5 * time.Second })
-	c := NewRobotsCache(f, RobotsOptions{}, nil, nil)
-	const n = 20
-	var wg sync.WaitGroup
-	var fetchedCount atomic.Int32
-	errs := make(chan error, n)
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r, fetched, err := c.Get(context.Background(), rs.url)
-			if err != nil {
-				errs <- err
-				return
-			}
-			if fetched {
-				fetchedCount.Add(1)
-			}
-			if r.Allowed("horseshoe", "/private") {
-				errs <- errors.New("rules not applied")
-			}
-		}()
-	}
-	time.Sleep(50 * time.Millisecond) // let the waiters pile up behind the leader
-	close(gate)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	if rs.hits.Load() != 1 || fetchedCount.Load() != 1 {
-		t.Errorf("hits %d, fetched reported %d times; want 1 and 1", rs.hits.Load(), fetchedCount.Load())
-	}
 }
 
+// TestRobotsCacheLeaderCanceled: when the Get that fetches is canceled, a
+// Get waiting behind it fetches in its place.
 func TestRobotsCacheLeaderCanceled(t *testing.T) {
-	var calls atomic.Int32
-	release := make(chan struct{})
-	rs := newRobotsServer(t, func(w http.ResponseWriter, r *http.Request) {
-		if calls.Add(1) == 1 {
-			select { // first request: hang until the leader gives up
-			case <-r.Context().Done():
-			case <-release:
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		n := memnet.New()
+		rs := newMemRobotsServer(n, func(w http.ResponseWriter, r *http.Request) {
+			if calls.Add(1) == 1 {
+				<-r.Context().Done() // first request: hang until the leader gives up
+				return
 			}
-			return
-		}
-		io.WriteString(w, testRobots)
-	})
-	defer close(release)
-	f := newTestFetcher(t, func(o *Options) { o.Timeout = 5 * time.Second })
-	c := NewRobotsCache(f, RobotsOptions{}, nil, nil)
+			io.WriteString(w, testRobots)
+		})
+		f := newMemFetcher(t, n, func(o *Options) { o.Timeout = 5 * time.Second })
+		c := NewRobotsCache(f, RobotsOptions{}, nil, nil)
 
-	leaderCtx, cancel := context.WithCancel(context.Background())
-	leaderDone := make(chan error, 1)
-	go func() {
-		_, _, err := c.Get(leaderCtx, rs.url)
-		leaderDone <- err
-	}()
-	for calls.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	waiterDone := make(chan error, 1)
-	go func() {
-		r, fetched, err := c.Get(context.Background(), rs.url)
-		if err == nil && (!fetched || r.Allowed("horseshoe", "/private")) {
-			err = fmt.Errorf("waiter: fetched %v, rules applied %v", fetched, !r.Allowed("horseshoe", "/private"))
+		leaderCtx, cancel := context.WithCancel(context.Background())
+		leaderDone := make(chan error, 1)
+		go func() {
+			_, _, err := c.Get(leaderCtx, rs.url)
+			leaderDone <- err
+		}()
+		synctest.Wait() // the leader's request is in the handler
+		waiterDone := make(chan error, 1)
+		go func() {
+			r, fetched, err := c.Get(context.Background(), rs.url)
+			if err == nil && (!fetched || r.Allowed("horseshoe", "/private")) {
+				err = fmt.Errorf("waiter: fetched %v, rules applied %v", fetched, !r.Allowed("horseshoe", "/private"))
+			}
+			waiterDone <- err
+		}()
+		synctest.Wait() // the waiter waits behind the leader
+		if got := calls.Load(); got != 1 {
+			t.Fatalf("%d requests before the cancel, want 1 (the leader's)", got)
 		}
-		waiterDone <- err
-	}()
-	time.Sleep(20 * time.Millisecond)
-	cancel()
-	if err := <-leaderDone; !errors.Is(err, context.Canceled) {
-		t.Errorf("leader err = %v, want context.Canceled", err)
-	}
-	if err := <-waiterDone; err != nil {
-		t.Error(err)
-	}
+		cancel()
+		if err := <-leaderDone; !errors.Is(err, context.Canceled) {
+			t.Errorf("leader err = %v, want context.Canceled", err)
+		}
+		if err := <-waiterDone; err != nil {
+			t.Error(err)
+		}
+		if got := calls.Load(); got != 2 {
+			t.Errorf("%d requests, want 2 (the canceled leader's, the waiter's)", got)
+		}
+	})
 }
 
 func TestRobotsCacheStore(t *testing.T) {

@@ -77,26 +77,39 @@ func TestInterruptStopsCleanlyAndResumes(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	args := append([]string{"crawl", "--data", data, "--delay", "250ms", "--quiet"}, seeds...)
 
+	// waitFor polls cond until it holds; the bound is against a hang only.
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s within 60 s", what)
+			}
+		}
+	}
+
 	cmd := exec.Command(bin, args...)
-	var out, errOut bytes.Buffer
+	var out bytes.Buffer
+	var errOut syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer cmd.Process.Kill()
+	// Interrupt the crawl once it is under way: its first request has
+	// arrived (the crawler watches the signals before it starts crawling).
+	waitFor("no request from the crawl", func() bool { return len(w.Requests()) > 0 })
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatalf("interrupted crawl: %v\n%s", err, errOut.String())
 		}
-	case <-time.After(20 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("crawl did not stop within 20s of Ctrl-C")
+	case <-time.After(60 * time.Second):
+		t.Fatal("crawl did not stop within 60s of Ctrl-C")
 	}
 	if !strings.Contains(out.String(), "crawl stopped") {
 		t.Fatalf("first run should report a stopped crawl, got %q", out.String())
@@ -136,25 +149,30 @@ func TestInterruptStopsCleanlyAndResumes(t *testing.T) {
 		t.Fatalf("report after resume: complete=%v err=%v", d.Stats.Complete, err)
 	}
 
-	// Two interrupts: exit promptly; the store still opens.
+	// Two interrupts, the second after the first was taken (the crawl may
+	// have ended by then: nothing is in flight while it waits 2 s): the
+	// crawl exits and its store still opens.
 	data2 := filepath.Join(t.TempDir(), "data2")
+	before := len(w.Requests())
 	cmd2 := exec.Command(bin, append([]string{"crawl", "--data", data2, "--delay", "2s", "--quiet"}, seeds...)...)
-	cmd2.Stderr = &errOut
+	var errOut2 syncBuffer
+	cmd2.Stderr = &errOut2
 	if err := cmd2.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(800 * time.Millisecond)
-	cmd2.Process.Signal(syscall.SIGINT)
-	time.Sleep(50 * time.Millisecond)
-	cmd2.Process.Signal(syscall.SIGINT)
 	done2 := make(chan error, 1)
 	go func() { done2 <- cmd2.Wait() }()
+	defer cmd2.Process.Kill()
+	waitFor("no request from the second crawl", func() bool { return len(w.Requests()) > before })
+	cmd2.Process.Signal(syscall.SIGINT)
+	waitFor("the first Ctrl-C not taken", func() bool { return strings.Contains(errOut2.String(), "interrupted: finishing pages in flight") })
+	cmd2.Process.Signal(syscall.SIGINT)
 	select {
 	case <-done2:
-	case <-time.After(10 * time.Second):
-		cmd2.Process.Kill()
-		t.Fatal("two Ctrl-Cs did not stop the crawl within 10s")
+	case <-time.After(60 * time.Second):
+		t.Fatal("two Ctrl-Cs did not stop the crawl within 60s")
 	}
+
 	if err := run(context.Background(), []string{"report", "--data", data2, "--format", "json", "--out", filepath.Join(t.TempDir(), "r2.json")}, &out, &errOut); err != nil {
 		t.Fatalf("store after two interrupts does not open: %v", err)
 	}
@@ -189,15 +207,21 @@ func TestSecondInterruptWithFetchInFlight(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			base := tc.requests()
 			data := filepath.Join(t.TempDir(), "data")
-			cmd := exec.Command(bin, append([]string{"crawl", "--data", data, "--delay", "0", "--quiet", "--workers", "4"}, tc.seeds...)...)
-			var errOut bytes.Buffer
+			// A request may take 10 minutes: a crawl that waits for the one
+			// in flight after the second signal is far past the bound below.
+			cfg := filepath.Join(t.TempDir(), "crawler.yaml")
+			if err := os.WriteFile(cfg, []byte("fetch:\n  timeout: 10m\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(bin, append([]string{"crawl", "--config", cfg, "--data", data, "--delay", "0", "--quiet", "--workers", "4"}, tc.seeds...)...)
+			var errOut syncBuffer
 			cmd.Stderr = &errOut
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
-			deadline := time.Now().Add(10 * time.Second)
+			deadline := time.Now().Add(60 * time.Second)
 			for tc.requests() == base {
 				if time.Now().After(deadline) {
 					cmd.Process.Kill()
@@ -206,17 +230,27 @@ func TestSecondInterruptWithFetchInFlight(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 			}
 			cmd.Process.Signal(tc.sig)
-			time.Sleep(300 * time.Millisecond)
+			// The soft stop is in effect once the crawler says so: nothing
+			// is leased after it.
+			for deadline := time.Now().Add(60 * time.Second); !strings.Contains(errOut.String(), "interrupted: finishing pages in flight"); time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					t.Fatalf("the first signal not taken within 60 s: %s", errOut.String())
+				}
+			}
 			before := len(hs.Handler().Paths())
 			cmd.Process.Signal(tc.sig)
 			start := time.Now()
 			select {
 			case <-done:
-			case <-time.After(5 * time.Second):
+			case <-time.After(60 * time.Second):
 				cmd.Process.Kill()
-				t.Fatalf("the second signal did not stop the crawl within 5s: %s", errOut.String())
+				t.Fatalf("the second signal did not stop the crawl within 60 s (its request in flight may take 10 min): %s", errOut.String())
 			}
 			t.Logf("exited %s after the second signal", time.Since(start).Round(time.Millisecond))
+			if !strings.Contains(errOut.String(), "stopping now") {
+				t.Errorf("the second signal was not taken as a stop at once: %s", errOut.String())
+			}
 			if after := len(hs.Handler().Paths()); after != before {
 				t.Errorf("paths requested after the first signal: %d -> %d", before, after)
 			}

@@ -33,8 +33,8 @@ func WatchInterrupts(ctx context.Context, logger *slog.Logger) (*Stops, func()) 
 	go func() {
 		select {
 		case <-sigs:
+			cancelSoft() // before the line, which then says the stop is in effect
 			logger.Warn("interrupted: finishing pages in flight (interrupt again to stop at once)")
-			cancelSoft()
 		case <-soft.Done(): // Stop
 		case <-hard.Done():
 			return
@@ -44,8 +44,8 @@ func WatchInterrupts(ctx context.Context, logger *slog.Logger) (*Stops, func()) 
 		case <-hard.Done():
 			return
 		}
-		logger.Warn("stopping now")
 		cancelHard()
+		logger.Warn("stopping now")
 	}()
 	return &Stops{Soft: soft, Hard: hard, cancelSoft: cancelSoft, logger: logger}, func() {
 		signal.Stop(sigs)

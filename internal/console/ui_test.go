@@ -1,11 +1,15 @@
+//go:build go1.25
+
 package console
 
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/crawl"
@@ -29,51 +33,64 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestCrawlUITerminal drives the terminal progress line with a fake crawl:
-// redraws on stderr, log lines around it, one final newline.
+// TestCrawlUITerminal drives the terminal progress line with a fake crawl
+// on synctest's clock: a redraw at the start and every 500ms, the line
+// redrawn after each log line, one last redraw and one final newline at
+// stop.
 func TestCrawlUITerminal(t *testing.T) {
-	var errOut syncBuffer
-	ui := &UI{progress: true, term: true, stderr: &errOut}
-	if ui.LogEvery() != 0 {
-		t.Error("slog progress lines on a terminal")
-	}
-	logger := NewLogger(ui, false)
-	var mu sync.Mutex
-	pages := int64(0)
-	snap := func() crawl.Stats {
-		mu.Lock()
-		defer mu.Unlock()
-		pages++
-		return crawl.Stats{Pages: pages, Queued: 10, Hosts: 1, Active: 1, Running: true}
-	}
-	stop := ui.Start(context.Background(), 50, snap)
-	time.Sleep(1200 * time.Millisecond) // two or three redraws at 500ms
-	logger.Warn("something happened", "host", "example.org")
-	stop()
-	stop()
-	logger.Info("after the crawl")
-	got := errOut.String()
-	if n := strings.Count(got, "\r["); n < 2 {
-		t.Errorf("%d redraws, want at least 2:\n%q", n, got)
-	}
-	for _, want := range []string{"fetched, 10 queued", "1/1 hosts active", "ETA", "msg=\"something happened\"", "msg=\"after the crawl\""} {
-		if !strings.Contains(got, want) {
-			t.Errorf("stderr lacks %q:\n%q", want, got)
+	synctest.Test(t, func(t *testing.T) {
+		var errOut syncBuffer
+		ui := &UI{progress: true, term: true, stderr: &errOut}
+		if ui.LogEvery() != 0 {
+			t.Error("slog progress lines on a terminal")
 		}
-	}
-	// The log line starts on a cleared line and ends with a newline; the
-	// progress line is redrawn after it.
-	i := strings.Index(got, "time=")
-	if i < 1 || got[i-1] != '\r' {
-		t.Errorf("log line not written on a cleared line:\n%q", got)
-	}
-	if !strings.HasSuffix(got, "msg=\"after the crawl\"\n") {
-		t.Errorf("output after stop does not end with the plain log line:\n%q", got)
-	}
-	last := strings.LastIndex(got, "time=")
-	if strings.Count(got[:last], "\n") != 2 {
-		t.Errorf("want exactly the warning's and the final line's newlines before the last log:\n%q", got)
-	}
+		logger := NewLogger(ui, false)
+		var mu sync.Mutex
+		pages := int64(0)
+		snap := func() crawl.Stats {
+			mu.Lock()
+			defer mu.Unlock()
+			pages++
+			return crawl.Stats{Pages: pages, Queued: 10, Hosts: 1, Active: 1, Running: true}
+		}
+		stop := ui.Start(context.Background(), 50, snap)
+		time.Sleep(1200 * time.Millisecond) // redraws at 0, 500ms and 1s
+		synctest.Wait()
+		logger.Warn("something happened", "host", "example.org")
+		stop()
+		stop()
+		logger.Info("after the crawl")
+		got := errOut.String()
+		// Each draw starts with "\r[": the snapshots taken at 0, 500ms and
+		// 1s, the third redrawn after the warning, the fourth at stop.
+		var fetched []string
+		for _, d := range strings.Split(got, "\r[")[1:] {
+			_, rest, _ := strings.Cut(d, "] ")
+			n, _, _ := strings.Cut(rest, " fetched")
+			fetched = append(fetched, n)
+		}
+		if want := []string{"1", "2", "3", "3", "4"}; !slices.Equal(fetched, want) {
+			t.Errorf("draws show %v pages fetched, want %v:\n%q", fetched, want, got)
+		}
+		for _, want := range []string{"fetched, 10 queued", "1/1 hosts active", "ETA", "msg=\"something happened\"", "msg=\"after the crawl\""} {
+			if !strings.Contains(got, want) {
+				t.Errorf("stderr lacks %q:\n%q", want, got)
+			}
+		}
+		// The log line starts on a cleared line and ends with a newline; the
+		// progress line is redrawn after it.
+		i := strings.Index(got, "time=")
+		if i < 1 || got[i-1] != '\r' {
+			t.Errorf("log line not written on a cleared line:\n%q", got)
+		}
+		if !strings.HasSuffix(got, "msg=\"after the crawl\"\n") {
+			t.Errorf("output after stop does not end with the plain log line:\n%q", got)
+		}
+		last := strings.LastIndex(got, "time=")
+		if strings.Count(got[:last], "\n") != 2 {
+			t.Errorf("want exactly the warning's and the final line's newlines before the last log:\n%q", got)
+		}
+	})
 }
 
 func TestCrawlUINotTerminal(t *testing.T) {
