@@ -55,7 +55,7 @@ func TestWorkerRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "fair share", func() bool { return len(a.Owned()) == 8 && len(b.Owned()) == 8 })
+	waitFor(t, hangBound, "fair share", func() bool { return len(a.Owned()) == 8 && len(b.Owned()) == 8 })
 	pagesA.Store(9)
 	pagesB.Store(3)
 	time.Sleep(2 * o.TTL / 3) // two heartbeats
@@ -138,7 +138,7 @@ func TestPausedWorkerShownPaused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Leave(ctx)
-	waitFor(t, 5*time.Second, "fair share", func() bool { return len(a.Owned()) == 4 && len(b.Owned()) == 4 })
+	waitFor(t, hangBound, "fair share", func() bool { return len(a.Owned()) == 4 && len(b.Owned()) == 4 })
 	held := map[string][]Lease{"a": a.Owned(), "b": b.Owned()}
 
 	rdb := c.Client()
@@ -186,7 +186,7 @@ func TestPausedWorkerShownPaused(t *testing.T) {
 	if err := rdb.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "live again", func() bool {
+	waitFor(t, hangBound, "live again", func() bool {
 		ws, err := ReadWorkers(ctx, rdb, "t")
 		return err == nil && len(ws) == 2 && ws[0].State == WorkerLive && ws[1].State == WorkerLive && ws[0].Paused == "" && ws[1].Paused == ""
 	})
