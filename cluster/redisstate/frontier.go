@@ -981,6 +981,8 @@ type queuedCount struct {
 	at time.Time
 	// err: why the last count failed
 	err error
+	// now is the clock that ages a count (nil: time.Now; a test's clock)
+	now func() time.Time
 }
 
 // Stats returns this worker's leases and the crawl's queued items (counted
@@ -993,10 +995,14 @@ func (f *Frontier) Stats() frontier.Stats {
 	f.mu.Unlock()
 	qc := &f.queued
 	qc.mu.Lock()
-	if stopped || qc.at.IsZero() || time.Since(qc.at) >= queuedMaxAge {
+	now := time.Now
+	if qc.now != nil {
+		now = qc.now
+	}
+	if stopped || qc.at.IsZero() || now().Sub(qc.at) >= queuedMaxAge {
 		ctx, cancel := context.WithTimeout(context.Background(), statsTimeout)
 		qc.n, qc.err = f.c.QueuedAll(ctx)
-		qc.at = time.Now()
+		qc.at = now()
 		cancel()
 	}
 	q, err := qc.n, qc.err

@@ -86,7 +86,7 @@ func TestKill9WorkerProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Leave(ctx)
-	took := waitFor(t, 5*time.Second, "the partitions of the killed worker", func() bool { return len(m.Owned()) == 4 })
+	took := waitFor(t, hangBound, "the partitions of the killed worker", func() bool { return len(m.Owned()) == 4 })
 	t.Logf("taken over %v after the kill", took)
 	var got []string
 	for _, h := range []string{"a.example", "b.example"} {

@@ -134,7 +134,7 @@ func TestQueueCountsExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "b takes every partition", func() bool { return len(bm.Owned()) == 8 })
+	waitFor(t, hangBound, "b takes every partition", func() bool { return len(bm.Owned()) == 8 })
 	for p := 0; p < 8; p++ {
 		if n, _ := c.InFlight(ctx, p); n != 0 {
 			t.Fatalf("partition %d: %d in flight after the takeover", p, n)

@@ -104,7 +104,7 @@ func TestLostPopReplyReconciled(t *testing.T) {
 	rdb := srv.Client(t)
 	var inflight map[string]string
 	var ip, lease string
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(hangBound); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if inflight, ip, lease = lostState(t, rdb, c, host); len(inflight) > 0 {
 			break
 		}
@@ -120,7 +120,7 @@ func TestLostPopReplyReconciled(t *testing.T) {
 
 	// The rest of the crawl: each URL leased once, then done.
 	got := map[string]int{}
-	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	dctx, cancel := context.WithTimeout(ctx, hangBound) // a hang: a crawl that waits for its lost pop waits forever
 	defer cancel()
 	start := time.Now()
 	for {
@@ -183,7 +183,7 @@ func TestLostPutBackAndEndRedone(t *testing.T) {
 		}
 	}
 	got := map[string]int{}
-	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	dctx, cancel := context.WithTimeout(ctx, hangBound) // a hang: a crawl that waits for its lost pop waits forever
 	defer cancel()
 	for {
 		it, err := f.Next(dctx)
@@ -242,7 +242,7 @@ func TestLateOrphanRequeuedWhenIdle(t *testing.T) {
 		t.Fatalf("the late pop: %q %v", raw, err)
 	}
 	got := map[string]int{}
-	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	dctx, cancel := context.WithTimeout(ctx, hangBound) // a hang: a crawl that waits for its lost pop waits forever
 	defer cancel()
 	for {
 		it, err := f.Next(dctx)

@@ -76,7 +76,7 @@ func TestRobotsStoreOncePerHostAndLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Leave(ctx)
-	waitFor(t, 5*time.Second, "a fair share", func() bool { return len(a.Owned()) == 4 && len(b.Owned()) == 4 })
+	waitFor(t, hangBound, "a fair share", func() bool { return len(a.Owned()) == 4 && len(b.Owned()) == 4 })
 	urls, requests := robotsHosts(t, 24)
 	owner := func(u *url.URL) (*Crawl, *Member) {
 		for _, l := range a.Owned() {
@@ -117,7 +117,7 @@ func TestRobotsStoreOncePerHostAndLease(t *testing.T) {
 		}
 	}
 	a.Leave(ctx)
-	waitFor(t, 5*time.Second, "takeover", func() bool { return len(b.Owned()) == 8 })
+	waitFor(t, hangBound, "takeover", func() bool { return len(b.Owned()) == 8 })
 	ask("after a left")
 	got = requests()
 	moved := map[string]bool{}

@@ -290,6 +290,12 @@ func TestCheckAndAddRace(t *testing.T) {
 	}
 }
 
+// hangBound bounds a wait for a state change that correct code makes: only
+// a hang outlasts it. A tighter bound (it was 5 s) asserts a duration,
+// which a loaded machine (load 10 on 2 cores) exceeds on correct code.
+const hangBound = time.Minute
+
+// waitFor polls cond every 20 ms until it holds, for at most d.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
 	start := time.Now()
@@ -335,7 +341,7 @@ func TestKilledWorkerLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Leave(ctx)
-	took := waitFor(t, 5*time.Second, "b takes every partition", func() bool { return len(b.Owned()) == 4 })
+	took := waitFor(t, hangBound, "b takes every partition", func() bool { return len(b.Owned()) == 4 })
 	t.Logf("b held all partitions %v after joining (TTL %v)", took, o.TTL)
 	var total int64
 	for p := 0; p < 4; p++ {
@@ -369,8 +375,8 @@ func TestKilledWorkerLosesNothing(t *testing.T) {
 	}
 }
 
-// A new worker gets its fair share within a few seconds: the old one gives
-// up the partitions above its share once nothing of theirs is in flight.
+// A new worker gets its fair share: the old one gives up the partitions
+// above its share once nothing of theirs is in flight.
 func TestNewWorkerTakesShare(t *testing.T) {
 	srv, c := open(t, Options{Partitions: 16, Capacity: 1000}, redistest.Options{})
 	ctx := context.Background()
@@ -387,7 +393,7 @@ func TestNewWorkerTakesShare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	took := waitFor(t, 5*time.Second, "fair share", func() bool { return len(a.Owned()) == 8 && len(b.Owned()) == 8 })
+	took := waitFor(t, hangBound, "fair share", func() bool { return len(a.Owned()) == 8 && len(b.Owned()) == 8 })
 	t.Logf("8/8 after %v (heartbeat %v)", took, o.TTL/3)
 	seen := map[int]bool{}
 	for _, l := range append(a.Owned(), b.Owned()...) {
@@ -400,48 +406,91 @@ func TestNewWorkerTakesShare(t *testing.T) {
 	if err := b.Leave(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "a takes back", func() bool { return len(a.Owned()) == 16 })
+	waitFor(t, hangBound, "a takes back", func() bool { return len(a.Owned()) == 16 })
 }
 
 // The per-IP clock holds across workers: a second worker waits while the
 // first holds the IP and for the gap after its release; a dead holder's
-// reservation runs out after its hold.
+// reservation runs out after its hold. Real time (Redis's clock) only
+// bounds from below here: a reservation is never granted before the gap
+// or the hold that the test's own clock measured since before it began;
+// what must still hold when asked (w1's hold, w2's reservation) holds for
+// a minute, which only a hang outlasts.
 func TestIPClockAcrossWorkers(t *testing.T) {
 	srv, c1 := open(t, Options{}, redistest.Options{})
 	c2 := openOn(t, srv, Options{})
 	ctx := context.Background()
-	r1, wait, _, err := c1.ReserveIP(ctx, "10.0.0.1", "w1", 5*time.Second)
+	const long = time.Minute
+	// Redis's clock (TIME, whole ms) and the test's (monotonic) differ by
+	// the truncation and any slewing: allow 2 ms.
+	const skew = 2 * time.Millisecond
+	before := time.Now()
+	r1, wait, _, err := c1.ReserveIP(ctx, "10.0.0.1", "w1", long)
 	if err != nil || r1 == nil || wait != 0 {
 		t.Fatalf("first reserve: %v %v %v", r1, wait, err)
 	}
 	r2, wait, held, err := c2.ReserveIP(ctx, "10.0.0.1", "w2", 5*time.Second)
-	if err != nil || r2 != nil || wait < 4*time.Second || !held {
-		t.Fatalf("reserve while held: %v wait %v %v", r2, wait, err)
+	// The hold runs long from the first reservation, which came after before.
+	if least := long - time.Since(before) - skew; err != nil || r2 != nil || !held || wait > long || wait < least {
+		t.Fatalf("reserve while held: %v wait %v (want %v to %v) held %v %v", r2, wait, least, long, held, err)
 	}
-	// A gap long enough that a stalled test machine does not outlast it.
-	if err := c1.ReleaseIP(ctx, r1, time.Second); err != nil {
+	// The gap after a release: refused (waits at most the gap, not held)
+	// until the gap is over, then granted; never granted before the gap
+	// ran since the release was sent.
+	const gap = time.Second
+	released := time.Now()
+	if err := c1.ReleaseIP(ctx, r1, gap); err != nil {
 		t.Fatal(err)
 	}
-	r2, wait, held, err = c2.ReserveIP(ctx, "10.0.0.1", "w2", 5*time.Second)
-	if err != nil || r2 != nil || wait <= 0 || wait > time.Second || held {
-		t.Fatalf("reserve within the gap: %v wait %v %v", r2, wait, err)
+	refused := 0
+	for r2 == nil {
+		r2, wait, held, err = c2.ReserveIP(ctx, "10.0.0.1", "w2", long)
+		since := time.Since(released)
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case r2 != nil && since < gap-skew:
+			t.Fatalf("reserved %v after the release was sent, within its gap of %v", since, gap)
+		case r2 == nil && (wait <= 0 || wait > gap || held):
+			t.Fatalf("reserve within the gap: wait %v (at most %v) held %v", wait, gap, held)
+		case r2 == nil && since > hangBound:
+			t.Fatalf("still refused %v after a release with a gap of %v", since, gap)
+		case r2 == nil:
+			refused++
+			time.Sleep(min(wait, 50*time.Millisecond))
+		}
 	}
-	time.Sleep(wait + 20*time.Millisecond)
-	r2, _, _, err = c2.ReserveIP(ctx, "10.0.0.1", "w2", 200*time.Millisecond)
-	if err != nil || r2 == nil {
-		t.Fatalf("reserve after the gap: %v %v", r2, err)
-	}
-	// w1's late release does not free w2's reservation.
+	t.Logf("w2 reserved %v after the release (gap %v), refused %d times before", time.Since(released), gap, refused)
+	// w1's late release does not free w2's reservation (held a minute).
 	if err := c1.ReleaseIP(ctx, r1, 0); err != nil {
 		t.Fatal(err)
 	}
-	if r, _, _, _ := c1.ReserveIP(ctx, "10.0.0.1", "w1", time.Second); r != nil {
-		t.Fatal("a stale release freed another worker's reservation")
+	if r, _, held, _ := c1.ReserveIP(ctx, "10.0.0.1", "w1", time.Second); r != nil || !held {
+		t.Fatalf("a stale release freed another worker's reservation (%v, held %v)", r, held)
 	}
-	// w2 dies holding it: free again after its 200 ms hold.
-	time.Sleep(250 * time.Millisecond)
-	if r, _, _, err := c1.ReserveIP(ctx, "10.0.0.1", "w1", time.Second); r == nil || err != nil {
-		t.Fatalf("a dead holder's reservation did not run out: %v", err)
+	// w3 dies holding another IP: free again after its 200 ms hold, not
+	// before.
+	const hold = 200 * time.Millisecond
+	reserved := time.Now()
+	if r, _, _, err := c2.ReserveIP(ctx, "10.0.0.2", "w3", hold); r == nil || err != nil {
+		t.Fatalf("reserve 10.0.0.2: %v %v", r, err)
+	}
+	for {
+		r, wait, held, err := c1.ReserveIP(ctx, "10.0.0.2", "w1", time.Second)
+		since := time.Since(reserved)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r != nil {
+			if since < hold-skew {
+				t.Fatalf("a dead holder's reservation ran out %v after it was sent, within its hold of %v", since, hold)
+			}
+			break
+		}
+		if !held || wait > hold || since > hangBound {
+			t.Fatalf("a dead holder's reservation after %v: wait %v held %v (hold %v)", since, wait, held, hold)
+		}
+		time.Sleep(min(wait, 50*time.Millisecond))
 	}
 }
 
@@ -472,7 +521,7 @@ func TestRobotsOncePerLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Leave(ctx)
-	waitFor(t, 5*time.Second, "takeover", func() bool { return len(b.Owned()) == 2 })
+	waitFor(t, hangBound, "takeover", func() bool { return len(b.Owned()) == 2 })
 	l2 := b.Owned()[c.PartitionOf("a.example")]
 	if l2.Epoch <= l.Epoch {
 		t.Fatalf("new lease epoch %d, old %d", l2.Epoch, l.Epoch)
@@ -940,36 +989,75 @@ func TestBatchRecords(t *testing.T) {
 // 2/3 of the TTL, while they still hold in Redis: a request is not sent under
 // a lease that may run out before it ends, to be sent again by the
 // partition's next holder. A renewal lets it pop again.
+//
+// On the wall clock only the expiry side is asserted (a worker that waited
+// past 2/3 of a short TTL is refused, however much longer it was
+// descheduled); what must still hold when asked (the lease in Redis, a pop
+// just under 2/3 of the TTL, a pop after the renewal) is asserted under a
+// TTL of a minute, with the last renewal moved back in time
+// (renewedAgo): a loaded machine made a lease of 1.2 s run out in Redis
+// before the test asked.
 func TestStalledWorkerStopsPopping(t *testing.T) {
-	_, c := open(t, Options{Partitions: 4, Capacity: 1000}, redistest.Options{})
+	srv, c := open(t, Options{Partitions: 4, Capacity: 1000}, redistest.Options{})
 	ctx := context.Background()
 	urls := []string{"http://a.example/1", "http://a.example/2", "http://a.example/3"}
 	if _, err := c.Enqueue(ctx, c.NewIDs(), items(urls...)); err != nil {
 		t.Fatal(err)
 	}
-	const ttl = 1200 * time.Millisecond
+	// Real time: stale after waiting 2/3 of the TTL since the leases were
+	// taken (the wait only grows on a loaded machine).
+	const short = 1200 * time.Millisecond
+	s, err := openOn(t, srv, Options{}).Join(ctx, "s", MemberOptions{TTL: short, Heartbeat: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now() // after the leases were taken
+	time.Sleep(2*short/3 + 100*time.Millisecond)
+	if _, _, ok, err := s.Pop(ctx, "a.example"); !errors.Is(err, ErrLeaseStale) || !errors.Is(err, ErrNotOwner) || ok {
+		t.Fatalf("pop %v after the last renewal (TTL %v): %v %v, want ErrLeaseStale", time.Since(start), short, ok, err)
+	}
+	s.Leave(ctx) // its leases may have run out already: nothing to check
+
+	const ttl = time.Minute
 	a, err := c.Join(ctx, "a", MemberOptions{TTL: ttl, Heartbeat: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Leave(ctx)
-	start := time.Now() // after the leases were taken
+	if got := len(a.Owned()); got != 4 {
+		t.Fatalf("a holds %d of 4 partitions", got)
+	}
 	if _, _, ok, err := a.Pop(ctx, "a.example"); !ok || err != nil {
 		t.Fatalf("pop under a fresh lease: %v %v", ok, err)
 	}
-	time.Sleep(2*ttl/3 + 100*time.Millisecond)
-	_, _, ok, err := a.Pop(ctx, "a.example")
-	if !errors.Is(err, ErrLeaseStale) || !errors.Is(err, ErrNotOwner) || ok {
-		t.Fatalf("pop %v after the last renewal: %v %v, want ErrLeaseStale", time.Since(start), ok, err)
+	renewedAgo(a, 2*ttl/3-10*time.Second)
+	if _, _, ok, err := a.Pop(ctx, "a.example"); !ok || err != nil {
+		t.Fatalf("pop %v after the last renewal (TTL %v): %v %v", 2*ttl/3-10*time.Second, ttl, ok, err)
+	}
+	renewedAgo(a, 2*ttl/3+time.Second)
+	if _, _, ok, err := a.Pop(ctx, "a.example"); !errors.Is(err, ErrLeaseStale) || !errors.Is(err, ErrNotOwner) || ok {
+		t.Fatalf("pop %v after the last renewal (TTL %v): %v %v, want ErrLeaseStale", 2*ttl/3+time.Second, ttl, ok, err)
 	}
 	rdb := c.rdb
 	if pttl, err := rdb.PTTL(ctx, c.leaseKey(c.PartitionOf("a.example"))).Result(); err != nil || pttl <= 0 {
-		t.Fatalf("the lease ran out already (%v, %v): the machine stalled longer than the test allows", pttl, err)
+		t.Fatalf("the lease of %v ran out already (%v, %v)", ttl, pttl, err)
 	}
 	if err := a.round(ctx); err != nil { // the late heartbeat
 		t.Fatal(err)
 	}
 	if _, _, ok, err := a.Pop(ctx, "a.example"); !ok || err != nil {
 		t.Fatalf("pop after the renewal: %v %v", ok, err)
+	}
+}
+
+// renewedAgo makes m's leases look last renewed d ago (Lease.sure), as if
+// its heartbeat had stalled that long.
+func renewedAgo(m *Member, d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	at := time.Now().Add(-d)
+	for p, l := range m.owned {
+		l.sure = at
+		m.owned[p] = l
 	}
 }

@@ -616,7 +616,7 @@ func TestRemoteTextKeeperSlowOnce(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the keeper to stop", func() bool {
+	waitFor(t, hangBound, "the keeper to stop", func() bool {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
 		_, after, _ := strings.Cut(string(b), ") ")
 		return strings.HasPrefix(after, "T") // stopped (Linux; elsewhere the wait times out)
@@ -659,7 +659,7 @@ func TestServeReturnsWhyNotStarted(t *testing.T) {
 	ctx, cancel = context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- st.Serve(ctx) }()
-	waitFor(t, 5*time.Second, "the service to start", st.serving.Load)
+	waitFor(t, hangBound, "the service to start", st.serving.Load)
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Serve after serving: %v", err)
