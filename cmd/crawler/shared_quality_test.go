@@ -120,7 +120,7 @@ func TestSharedCorpusQuality(t *testing.T) {
 	single := filepath.Join(tmp, "single")
 	start := time.Now()
 	var so, se bytes.Buffer
-	if err := run(context.Background(), append([]string{"crawl", "--data", single, "--delay", "0", "--workers", "8", "--quiet"}, seeds...), &so, &se); err != nil {
+	if err := run(context.Background(), append([]string{"crawl", "--data", single, "--delay", "0", "--workers", "8"}, seeds...), &so, &se); err != nil {
 		t.Fatalf("one process: %v\n%s", err, se.String())
 	}
 	singleElapsed := time.Since(start)
@@ -137,7 +137,7 @@ func TestSharedCorpusQuality(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			var out bytes.Buffer
-			args := append([]string{"crawl", "--data", dirs[i], "--delay", "0", "--workers", "8", "--quiet", "--redis", srv.URL(), "--crawl", "quality"}, seeds...)
+			args := append([]string{"crawl", "--data", dirs[i], "--delay", "0", "--workers", "8", "--redis", srv.URL(), "--crawl", "quality"}, seeds...)
 			errs[i] = run(context.Background(), args, &out, &logs[i])
 		}()
 	}
@@ -149,6 +149,9 @@ func TestSharedCorpusQuality(t *testing.T) {
 		}
 	}
 	workerReqs := web.Requests()[len(singleReqs):]
+	for i := range logs {
+		t.Logf("worker %d: %s; %s", i, lineOf(logs[i].String(), "remote texts"), lineOf(logs[i].String(), "mirror log followed"))
+	}
 
 	identity := func(u string) string { return u }
 	one, err := loadCrawl(single, det, identity, nil)
@@ -178,7 +181,9 @@ func TestSharedCorpusQuality(t *testing.T) {
 		dirs    []string
 		reqs    []testweb.Request
 		elapsed time.Duration
-	}{{"one process", one, []string{single}, singleReqs, singleElapsed}, {"three workers", three, dirs, workerReqs, workersElapsed}} {
+		log     string // the decisions are the same in every worker's log
+	}{{"one process", one, []string{single}, singleReqs, singleElapsed, se.String()},
+		{"three workers", three, dirs, workerReqs, workersElapsed, logs[0].String()}} {
 		f := sharedQualityFigures{Crawl: c.name, Seconds: c.elapsed.Seconds(), Requests: len(c.reqs),
 			RequestedTwice: requestedTwice(c.reqs), HTMLPages: len(c.cr.pages), MirrorSkipped: c.cr.skipped}
 		for _, u := range f.RequestedTwice {
@@ -206,6 +211,15 @@ func TestSharedCorpusQuality(t *testing.T) {
 		}
 		logLost(t, c.name+": the reference crawl", lr)
 		logLost(t, c.name+": wget", lw)
+		for _, m := range d.Mirrors {
+			t.Logf("%s: mirror %s%s -> %s%s: %d of %d compared paths matched, score %.2f, %d skips saved, verified %d/%d",
+				c.name, ipOf(m.Host), m.Prefix, ipOf(m.MirrorOf), m.OriginalPrefix, m.PathsMatched, m.PathsCompared, m.Score, m.RequestsSaved, m.VerifyMatched, m.Verified)
+		}
+		for _, l := range strings.Split(c.log, "\n") {
+			if strings.Contains(l, "mirror detected") || strings.Contains(l, "mirror candidate withdrawn") || strings.Contains(l, "mirror skipping stopped") {
+				t.Logf("%s log: %s", c.name, l)
+			}
+		}
 		t.Logf("%s: mirrors %v; replicated prefixes %v; the corpus's found %d of %d %v, missed %v, false %v",
 			c.name, f.Mirrors, f.Replicated, len(f.MirrorsFound), len(corpusMirrors), f.MirrorsFound, f.MirrorsMissed, f.MirrorsFalse)
 		if pr.PairsLeftFraction >= maxPairsLeftFraction {
