@@ -167,32 +167,9 @@ func TestCorpusQuality(t *testing.T) {
 	// The reference crawl runs against its own servers over the same tree, so
 	// that the request logs of c.web, which other tests check, stay those of
 	// the default crawl alone. URLs are mapped back to c.web's ports.
-	web2, err := testweb.Start(root, testweb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web2.Close()
-	toDefault := urlMapper(web2, c.web)
-	var seeds2 []string
-	for _, m := range c.manifest {
-		seeds2 = append(seeds2, web2.URL(m.Host, m.Prefix))
-	}
+	dir2, web2, toDefault, refElapsed := referenceCrawl(t, root, c.manifest, c.web)
 
-	cfgPath := filepath.Join(t.TempDir(), "reference.yaml")
-	yml := fmt.Sprintf("crawl:\n  scope: %s\n  skip_duplicate_links: false\nmirror:\n  enabled: false\n", def.Crawl.Scope)
-	if err := os.WriteFile(cfgPath, []byte(yml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	dir2 := filepath.Join(t.TempDir(), "reference")
-	var so, se bytes.Buffer
 	start := time.Now()
-	args := append([]string{"crawl", "--config", cfgPath, "--data", dir2, "--delay", "0", "--workers", "8", "--quiet"}, seeds2...)
-	if err := run(context.Background(), args, &so, &se); err != nil {
-		t.Fatalf("reference crawl: %v\n%s", err, se.String())
-	}
-	refElapsed := time.Since(start)
-
-	start = time.Now()
 	identity := func(u string) string { return u }
 	dflt, err := loadCrawl(c.data, det, identity, nil)
 	if err != nil {
@@ -276,6 +253,37 @@ func TestCorpusQuality(t *testing.T) {
 		t.Errorf("pairs left: %d of %d pairs with J >= %.2f (%.2f%%), target under %.0f%%",
 			res.PairsLeft, res.PairsAt95, pairJaccard, 100*res.PairsLeftFraction, 100*maxPairsLeftFraction)
 	}
+}
+
+// referenceCrawl crawls the corpus under root following every link, with
+// mirror handling off and the default scope (the content-lost measure's
+// reference), against servers of its own over the same tree. It returns the
+// crawl's data dir, its servers (closed at the test's end), the mapping of
+// their URLs to to's and the crawl's wall time.
+func referenceCrawl(t *testing.T, root string, manifest []testweb.ManifestEntry, to *testweb.Web) (string, *testweb.Web, func(string) string, time.Duration) {
+	t.Helper()
+	web2, err := testweb.Start(root, testweb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { web2.Close() })
+	var seeds2 []string
+	for _, m := range manifest {
+		seeds2 = append(seeds2, web2.URL(m.Host, m.Prefix))
+	}
+	cfgPath := filepath.Join(t.TempDir(), "reference.yaml")
+	yml := fmt.Sprintf("crawl:\n  scope: %s\n  skip_duplicate_links: false\nmirror:\n  enabled: false\n", configs.Default().Crawl.Scope)
+	if err := os.WriteFile(cfgPath, []byte(yml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir2 := filepath.Join(t.TempDir(), "reference")
+	var so, se bytes.Buffer
+	start := time.Now()
+	args := append([]string{"crawl", "--config", cfgPath, "--data", dir2, "--delay", "0", "--workers", "8", "--quiet"}, seeds2...)
+	if err := run(context.Background(), args, &so, &se); err != nil {
+		t.Fatalf("reference crawl: %v\n%s", err, se.String())
+	}
+	return dir2, web2, urlMapper(web2, to), time.Since(start)
 }
 
 // lostFigures is the content-lost measure of the default crawl against one
