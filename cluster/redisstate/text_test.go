@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -650,15 +651,21 @@ func keeperProcess(addr, dir string) {
 
 var slowTexts = map[uint64]string{1: "text one", 2: "text two", 3: "text three"}
 
-// A keeper slow once (its process stopped for a second, as a long GC pause
-// or an overloaded machine would) is not taken for gone: the request it
-// missed falls back, the next one, made while it is still stopped, is
-// answered once it runs again.
+// A keeper slow once (its process stopped, as a long GC pause or an
+// overloaded machine would) is not taken for gone: the request it missed
+// falls back (it did not answer in time), the next one, made while it is
+// still stopped, is answered once it runs again.
+//
+// Not on the wall clock: the keeper is resumed once the second request was
+// asked, not by a 1 s timer racing the requests' 700 ms timeouts; that
+// request waits up to a minute, from a worker whose client has no read
+// timeout; while stopped the keeper's alive key is made to last a minute,
+// as its renewals would keep it (a test stalled past its 3 s TTL would
+// otherwise see the keeper gone).
 func TestRemoteTextKeeperSlowOnce(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
-	det, _ := dedup.New(dedup.Options{Simhash: false})
 	ctx := context.Background()
-	req := textWorkers(t, srv, "slow", 1, det, nil, true)[0].st
+	req := patientWorker(t, srv, "slow").st
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "REDISSTATE_TEST_KEEPER="+srv.Addr, "REDISSTATE_TEST_DIR="+t.TempDir())
 	out, err := cmd.StdoutPipe()
@@ -680,27 +687,64 @@ func TestRemoteTextKeeperSlowOnce(t *testing.T) {
 	if s, err, _ := text(1); s != slowTexts[1] || err != nil {
 		t.Fatalf("before the pause: %q, %v", s, err)
 	}
-	req.TextTimeout = 700 * time.Millisecond
 	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}
+	defer resume()
 	waitFor(t, hangBound, "the keeper to stop", func() bool {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
 		_, after, _ := strings.Cut(string(b), ") ")
 		return strings.HasPrefix(after, "T") // stopped (Linux; elsewhere the wait times out)
 	})
-	resume := time.AfterFunc(time.Second, func() { cmd.Process.Signal(syscall.SIGCONT) })
-	defer resume.Stop()
+	rdb := req.c.rdb
+	ups, err := rdb.Keys(ctx, req.c.keeperUpKey("*")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, up := range ups {
+		if up != req.c.keeperUpKey(req.Keeper()) {
+			n++
+			if ok, err := rdb.PExpire(ctx, up, time.Minute).Result(); !ok || err != nil {
+				t.Fatalf("the stopped keeper's alive key %s: %v %v", up, ok, err)
+			}
+		}
+	}
+	if n != 1 {
+		t.Fatalf("alive keys %q: want the stopped keeper's and the asker's", ups)
+	}
+	req.TextTimeout = 700 * time.Millisecond
 	s, err, took := text(2)
-	if !errors.Is(err, crawl.ErrElsewhere) {
-		t.Fatalf("asked while the keeper is stopped: %q, %v after %v", s, err, took)
+	if !errors.Is(err, crawl.ErrElsewhere) || !strings.Contains(err.Error(), statusWhy[0]) {
+		t.Fatalf("asked while the keeper is stopped: %q, %v after %v; want %q", s, err, took, statusWhy[0])
 	}
 	t.Logf("asked while the keeper is stopped: fell back after %v (%v)", took, err)
-	s, err, took = text(3)
-	if s != slowTexts[3] || err != nil {
-		t.Fatalf("asked right after the missed request, the keeper resuming within it: %q, %v after %v", s, err, took)
+	req.TextTimeout = hangBound
+	type answer struct {
+		s    string
+		err  error
+		took time.Duration
 	}
-	t.Logf("asked right after: answered after %v", took)
+	asked := req.TextStats().Asked
+	third := make(chan answer, 1)
+	go func() { s, err, took := text(3); third <- answer{s, err, took} }()
+	// Asked is counted just before the request goes (its route and wait
+	// in one pipeline); a keeper resumed before the route ran answers it
+	// as a running one does.
+	waitFor(t, hangBound, "the second request asked", func() bool { return req.TextStats().Asked > asked })
+	resume()
+	a := <-third
+	if a.s != slowTexts[3] || a.err != nil {
+		t.Fatalf("asked while the keeper is stopped, which then resumes: %q, %v after %v", a.s, a.err, a.took)
+	}
+	t.Logf("asked while stopped, then resumed: answered after %v", a.took)
 	if s, err, _ := text(1); s != slowTexts[1] || err != nil {
 		t.Fatalf("after the pause: %q, %v", s, err)
 	}
@@ -735,20 +779,27 @@ func TestServeReturnsWhyNotStarted(t *testing.T) {
 }
 
 // A keeper whose client has a read timeout shorter than its pop's one
-// second block (read_timeout in the Redis URL) still answers at once: the
-// pop is not cut by the read timeout (as a raw BLPOP through Do was: it
-// failed after its retries and the keeper slept a second, missing requests
-// made then).
+// second block (read_timeout in the Redis URL) still answers: the pop is
+// not cut by the read timeout (as a raw BLPOP through Do was: it failed
+// after its retries and the keeper slept a second, missing requests made
+// then).
+//
+// Not on the wall clock: the keeper's pops are watched (popWatch) instead
+// of asking within 250 ms after sleeping 1.3 s: each request is asked once
+// every serving goroutine's pop has gone round its whole block, is
+// answered (under a 1 min timeout, from a client without read timeout),
+// and no pop of the keeper failed.
 func TestKeeperShortReadTimeout(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
-	det, _ := dedup.New(dedup.Options{Simhash: false})
 	ctx := context.Background()
-	asker := textWorkers(t, srv, "rt", 1, det, nil, true)[0].st
+	asker := patientWorker(t, srv, "rt").st
 	rdb, err := Connect(ctx, srv.URL()+"?read_timeout=300ms", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rdb.Close()
+	pops := &popWatch{}
+	rdb.AddHook(pops)
 	c, err := Open(ctx, rdb, "rt", Options{Partitions: 4, Capacity: 10_000})
 	if err != nil {
 		t.Fatal(err)
@@ -759,17 +810,55 @@ func TestKeeperShortReadTimeout(t *testing.T) {
 	}
 	defer db.Close()
 	keeper := &textWorker{st: mustStore(t, c, db, nil)}
-	for id := uint64(1); id <= 8; id++ {
+	for id := uint64(1); id <= 5; id++ {
 		commitText(t, keeper.st, id, []string{"text", strconv.FormatUint(id, 10)})
 	}
 	keeper.serve(t)
-	asker.TextTimeout = 250 * time.Millisecond
+	asker.TextTimeout = hangBound
 	for id := uint64(1); id <= 5; id++ {
-		time.Sleep(1300 * time.Millisecond) // longer than a pop
+		empty := pops.empty.Load()
+		waitFor(t, hangBound, "the keeper's pops to go round their block", func() bool {
+			return pops.empty.Load() >= empty+serveWorkers || pops.failed.Load() > 0
+		})
+		if n := pops.failed.Load(); n > 0 {
+			t.Fatalf("before page %d: %d of the keeper's pops failed (its read timeout cut them): %v", id, n, pops.last.Load())
+		}
 		start := time.Now()
 		text, err := asker.Text(ctx, id)
 		if want := "text " + strconv.FormatUint(id, 10); text != want || err != nil {
 			t.Fatalf("page %d: %q, %v after %v", id, text, err, time.Since(start))
 		}
 	}
+	if n := pops.failed.Load(); n > 0 {
+		t.Fatalf("%d of the keeper's pops failed (its read timeout cut them): %v", n, pops.last.Load())
+	}
+}
+
+// popWatch counts a client's BLPOPs that ended empty (their block ran out)
+// and those that failed.
+type popWatch struct {
+	empty, failed atomic.Int64
+	last          atomic.Value // the last failure's error text
+}
+
+func (w *popWatch) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (w *popWatch) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if cmd.Name() == "blpop" {
+			switch {
+			case errors.Is(err, redis.Nil):
+				w.empty.Add(1)
+			case err != nil && ctx.Err() == nil:
+				w.failed.Add(1)
+				w.last.Store(err.Error())
+			}
+		}
+		return err
+	}
+}
+
+func (w *popWatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
