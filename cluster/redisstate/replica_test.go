@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/horseshoe-crawler/horseshoe/internal/testtools/redistest"
 )
 
@@ -25,6 +27,10 @@ func TestSimhashReplicaLag(t *testing.T) {
 	var mu sync.Mutex
 	followed := make(chan error, 1)
 	started := make(chan struct{})
+	// reading is closed at the follower's first XREAD, which comes after
+	// it took "$" to mean the stream's last entry.
+	reading := make(chan struct{})
+	c.Client().AddHook(firstCmd{name: "xread", seen: reading, once: &sync.Once{}})
 	go func() {
 		close(started)
 		followed <- c.FollowNewPages(ctx, "$", func(p NewPage) {
@@ -41,7 +47,7 @@ func TestSimhashReplicaLag(t *testing.T) {
 		})
 	}()
 	<-started
-	time.Sleep(50 * time.Millisecond) // the follower has read "$"
+	<-reading // the follower has read "$" (it was a 50 ms sleep)
 	want := map[uint64]uint64{}
 	var wmu sync.Mutex
 	var wg sync.WaitGroup
@@ -70,8 +76,8 @@ func TestSimhashReplicaLag(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("follow: %v", err)
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatalf("the replica has %d of %d pages after 20 s", len(got), n)
+	case <-time.After(hangBound):
+		t.Fatalf("the replica has %d of %d pages after %v", len(got), n, hangBound)
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -111,4 +117,26 @@ func TestSimhashReplicaGap(t *testing.T) {
 	if len(seen) != n {
 		t.Fatalf("rebuild found %d pages, want %d", len(seen), n)
 	}
+}
+
+// firstCmd closes seen when its client first sends a command named name.
+type firstCmd struct {
+	name string
+	seen chan struct{}
+	once *sync.Once
+}
+
+func (h firstCmd) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h firstCmd) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == h.name {
+			h.once.Do(func() { close(h.seen) })
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h firstCmd) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

@@ -206,6 +206,14 @@ func TestCheckAndAddPrefetchDecides(t *testing.T) {
 // gap less the time the release was kept, never less (its reservation
 // comes no earlier than Release + the delay, and not a whole delay after
 // the send). A reservation older than half its hold is released at once.
+//
+// Not on the wall clock: the release is kept 5 minutes, moved back in time
+// (keptAgo), under a delay of 10 and a hold of 20 (a loaded machine let a
+// 1 s half hold pass before Release, or the IP wait its 400 ms gap less
+// 150 ms kept longer than the test allowed). The other worker's wait then
+// tells one gap from the other: at most the delay less the 5 minutes kept
+// (the gap from the send is 5 minutes longer), at least that less the time
+// the test took since before Release.
 func TestKeptReleaseHoldsTheGap(t *testing.T) {
 	srv, c := open(t, Options{Partitions: 2, Capacity: 10_000}, redistest.Options{})
 	ctx := context.Background()
@@ -218,14 +226,17 @@ func TestKeptReleaseHoldsTheGap(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Leave(ctx)
-	const delay, kept = 400 * time.Millisecond, 150 * time.Millisecond
-	f := wc.NewFrontier(m, FrontierOptions{Options: frontier.Options{Delay: delay}, Hold: 2 * time.Second,
+	const delay, kept = 10 * time.Minute, 5 * time.Minute
+	// Redis's clock (TIME, whole ms) and the test's (monotonic) differ by
+	// the truncation and any slewing: allow 2 ms.
+	const skew = 2 * time.Millisecond
+	f := wc.NewFrontier(m, FrontierOptions{Options: frontier.Options{Delay: delay}, Hold: 20 * time.Minute,
 		OnNewHost: nil})
 	it, err := f.Next(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	released := time.Now()
+	before := time.Now() // before Release
 	f.Release(it, frontier.Outcome{Requested: true, Status: 200})
 	if !f.releasePending(it) {
 		t.Fatal("the release was not kept")
@@ -233,26 +244,26 @@ func TestKeptReleaseHoldsTheGap(t *testing.T) {
 	if r, _, held, err := c.ReserveIP(ctx, "a.example", "other", time.Second); r != nil || !held || err != nil {
 		t.Fatalf("the IP is not held while its release is kept: %v held %v %v", r, held, err)
 	}
-	time.Sleep(kept)
+	keptAgo(f, it, kept)
 	f.Finish(it) // sends it: no other round trip took it
 	if f.releasePending(it) {
 		t.Fatal("Finish did not send the release")
 	}
-	var got time.Time
-	for deadline := time.Now().Add(2 * delay); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-		r, _, held, err := c.ReserveIP(ctx, "a.example", "other", time.Second)
-		if err != nil || held {
-			t.Fatalf("after the release: held %v, %v", held, err)
-		}
-		if r != nil {
-			got = time.Now()
-			c.ReleaseIP(ctx, r, 0)
-			break
-		}
+	r, wait, held, err := c.ReserveIP(ctx, "a.example", "other", time.Second)
+	took := time.Since(before)
+	if err != nil || held || r != nil {
+		t.Fatalf("after the release: reserved %v held %v, %v; want the IP in its gap", r, held, err)
 	}
-	// The clock is Redis's and the times here the test's: allow 2 ms.
-	if gap := got.Sub(released); got.IsZero() || gap < delay-2*time.Millisecond || gap > delay+kept/2 {
-		t.Fatalf("the IP was free again %v after Release (delay %v, release kept %v)", gap, delay, kept)
+	// The release script got the gap less the time kept (at least kept),
+	// rounded up to the ms, and ran before this reservation; it ran after
+	// Release, which came after before.
+	if most, least := delay-kept+time.Millisecond+skew, delay-kept-took-skew; wait > most || wait < least {
+		t.Fatalf("the IP's gap after a release kept %v: %v left (want %v to %v; delay %v, %v since before Release)", kept, wait, least, most, delay, took)
+	}
+	t.Logf("the IP's gap after a release kept %v: %v left (delay %v, %v since before Release)", kept, wait, delay, took)
+	// The gap is not waited out: the IP is freed for what follows.
+	if err := c.rdb.Del(ctx, c.ipKey("a.example")).Err(); err != nil {
+		t.Fatal(err)
 	}
 
 	// Past half its hold, a reservation is released at once.
@@ -270,6 +281,18 @@ func TestKeptReleaseHoldsTheGap(t *testing.T) {
 		t.Fatalf("the IP is not free after its release was sent at once: %v", err)
 	}
 	f2.Finish(it)
+}
+
+// keptAgo makes it's kept release of f look kept d, as if the round trip
+// that sends it came d after Release.
+func keptAgo(f *Frontier, it *frontier.Item, d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range f.releases {
+		if r.it == it {
+			r.at = r.at.Add(-d)
+		}
+	}
 }
 
 // Workers whose goroutines keep their IP releases for the next round trip
@@ -297,13 +320,17 @@ func TestKeptReleasesPoliteAcrossWorkers(t *testing.T) {
 	for w := 0; w < 3; w++ {
 		wc := openOn(t, srv, Options{})
 		wc.Client().AddHook(kept)
-		m, err := wc.Join(ctx, fmt.Sprintf("w%d", w), MemberOptions{TTL: 900 * time.Millisecond})
+		// Leases and IP holds that only a hang outlasts: a lease that ran
+		// out under a request (its goroutine descheduled past a TTL of
+		// 900 ms) has its item requested again by the next holder, an IP
+		// hold that ran out lets another worker in within the delay.
+		m, err := wc.Join(ctx, fmt.Sprintf("w%d", w), MemberOptions{TTL: time.Minute, Heartbeat: 300 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var f *Frontier
 		f = wc.NewFrontier(m, FrontierOptions{Options: frontier.Options{Delay: delay, MaxFailures: 10},
-			Hold: 5 * time.Second, OnNewHost: func(h string) { f.SetPoliteKey(h, ipOf(h)) }})
+			Hold: time.Minute, OnNewHost: func(h string) { f.SetPoliteKey(h, ipOf(h)) }})
 		var left sync.WaitGroup
 		for g := 0; g < 4; g++ {
 			wg.Add(1)

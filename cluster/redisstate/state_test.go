@@ -308,6 +308,24 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) time.
 	return time.Since(start)
 }
 
+// waitUntil polls check every 20 ms until it returns "" (what it waits for
+// holds), for at most hangBound; a timeout reports check's last answer,
+// what still did not hold.
+func waitUntil(t *testing.T, what string, check func() string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		why := check()
+		if why == "" {
+			return time.Since(start)
+		}
+		if time.Since(start) > hangBound {
+			t.Fatalf("%s: not within %v: %s", what, hangBound, why)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // A worker killed mid-fetch (its heartbeat stops, nothing released) loses
 // its leases after the TTL; the worker that takes them puts what was in
 // flight back in the queues, and a pop from the dead worker's side after

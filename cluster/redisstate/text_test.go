@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -93,6 +94,21 @@ func settlerOf(t *testing.T, det *dedup.Detector, st crawl.Store, toks []string)
 		}
 		return dedup.ExactJaccard(mine, det.Shingles(parse.Tokenize(nil, text), nil)), true
 	}
+}
+
+// whyStore is a Store that records why each text it was asked for was not
+// available (Text's error).
+type whyStore struct {
+	*Store
+	whys *[]string
+}
+
+func (w whyStore) Text(ctx context.Context, id uint64) (string, error) {
+	text, err := w.Store.Text(ctx, id)
+	if err != nil {
+		*w.whys = append(*w.whys, err.Error())
+	}
+	return text, err
 }
 
 // commitText records page id with its text, as the engine's commit does
@@ -273,15 +289,22 @@ func TestRemoteTextRoundTrips(t *testing.T) {
 
 // TestRemoteTextKeeperGone: a worker that left answers nothing; one killed
 // (its alive key still there, nobody serving) answers nothing either: the
-// settlement falls back to the sketch rule at once (left) or after the
-// request timeout (killed), counted; every page is decided, none lost.
+// settlement falls back to the sketch rule at once (left: "gone") or after
+// the request timeout (killed: "did not answer in time"), then at once
+// once its alive key expired, counted; every page is decided, none lost.
+//
+// Not on the wall clock: each fallback's reason (Store.Text's error) tells
+// a request answered "gone" at once from one that waited its timeout (it
+// checked how long 10 copies took, under 1 s, and between 1 and 1.9 s
+// around an alive key of 1 s). Where the answer must be "gone" the timeout
+// is a minute, which only a hang outlasts; the killed keeper's alive key
+// lives until the test makes it expire.
 func TestRemoteTextKeeperGone(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	det, _ := dedup.New(dedup.Options{Simhash: false})
 	ctx := context.Background()
 	ws := textWorkers(t, srv, "gone", 2, det, nil, true)
 	a, b := ws[0], ws[1]
-	b.st.TextTimeout = 300 * time.Millisecond
 	r := rand.New(rand.NewPCG(3, 4))
 	var bases [][]string
 	for f := 0; f < 20; f++ {
@@ -292,11 +315,14 @@ func TestRemoteTextKeeperGone(t *testing.T) {
 		}
 		commitText(t, a.st, uint64(100+f), base)
 	}
-	check := func(from, to int) (decided int, took time.Duration) {
-		start := time.Now()
+	gone, late := statusWhy[replyGone], statusWhy[0]
+	// check decides copies from to to, and returns why each remote text
+	// asked fell back.
+	check := func(from, to int) (decided int, whys []string) {
+		st := whyStore{Store: b.st, whys: &whys}
 		for f := from; f < to; f++ {
 			cp := variant(r, bases[f], 2) // J about 0.95: a candidate to settle
-			d, err := b.x.CheckAndAdd(ctx, uint64(200+f), det.Sign(cp), settlerOf(t, det, b.st, cp))
+			d, err := b.x.CheckAndAdd(ctx, uint64(200+f), det.Sign(cp), settlerOf(t, det, st, cp))
 			if err != nil {
 				t.Fatalf("copy %d: %v", f, err)
 			}
@@ -308,37 +334,57 @@ func TestRemoteTextKeeperGone(t *testing.T) {
 			}
 			decided++
 		}
-		return decided, time.Since(start)
+		return decided, whys
+	}
+	only := func(whys []string, want string) bool {
+		for _, w := range whys {
+			if !strings.Contains(w, want) {
+				return false
+			}
+		}
+		return true
 	}
 
 	a.leave() // left: its alive key is gone at once
-	n, took := check(0, 10)
+	b.st.TextTimeout = hangBound
+	n, whys := check(0, 10)
 	s := b.st.TextStats()
-	t.Logf("keeper left: %d copies decided in %v; stats %+v", n, took, s)
+	t.Logf("keeper left: %d copies decided; stats %+v", n, s)
 	if s.Asked < 3 || s.FellBack != s.Asked || s.Answered != 0 || s.Gone != s.FellBack {
 		t.Fatalf("keeper left: stats %+v", s)
 	}
-	if took > time.Second {
-		t.Fatalf("keeper left: %d copies took %v (the requests should not wait)", n, took)
+	if len(whys) != int(s.Asked) || !only(whys, gone) {
+		t.Fatalf("keeper left: the requests fell back %q, want each %q (the requests should not wait)", whys, gone)
 	}
 
-	// Killed: the alive key outlives the process for up to its TTL (here
-	// 1 s left of it); the requests wait for the silent keeper until it
-	// expires, then fall back at once.
-	const left = time.Second
-	if err := b.st.c.rdb.Set(ctx, b.st.c.keeperUpKey(a.st.Keeper()), "1", left).Err(); err != nil {
+	// Killed: the alive key outlives the process (for up to its TTL); the
+	// requests wait for the silent keeper, their timeout, while it lives,
+	// then fall back at once.
+	up := b.st.c.keeperUpKey(a.st.Keeper())
+	if err := b.st.c.rdb.Set(ctx, up, "1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
+	b.st.TextTimeout = 300 * time.Millisecond
 	before := b.st.TextStats()
-	n, took = check(10, 20)
+	n, whys = check(10, 15)
+	t.Logf("keeper killed, its alive key there: %d copies decided; fell back %q", n, whys)
+	if len(whys) == 0 || !only(whys, late) {
+		t.Fatalf("keeper killed, its alive key there: the requests fell back %q, want at least one, each %q", whys, late)
+	}
+	if err := b.st.c.rdb.PExpire(ctx, up, 50*time.Millisecond).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, hangBound, "the alive key to expire", func() bool { return b.st.c.rdb.Exists(ctx, up).Val() == 0 })
+	b.st.TextTimeout = hangBound
+	n, whys = check(15, 20)
+	t.Logf("keeper killed, its alive key expired: %d copies decided; fell back %q", n, whys)
+	if len(whys) == 0 || !only(whys, gone) {
+		t.Fatalf("keeper killed, its alive key expired: the requests fell back %q, want at least one, each %q", whys, gone)
+	}
 	s = b.st.TextStats()
 	fell := s.FellBack - before.FellBack
-	t.Logf("keeper killed: %d copies decided in %v; %d fell back (those asked while its alive key lived after the 300 ms timeout)", n, took, fell)
 	if fell < 2 || fell != s.Asked-before.Asked || s.Gone != s.FellBack || s.Answered != 0 {
 		t.Fatalf("keeper killed: stats %+v", s)
-	}
-	if took < left || took > left+900*time.Millisecond {
-		t.Fatalf("keeper killed: %d requests took %v (the alive key's last %v and one timeout)", fell, took, left)
 	}
 	// Nothing lost: worker a's pages are all in its data dir.
 	for f := 0; f < 20; f++ {
@@ -491,20 +537,43 @@ func TestRemoteTextOwnPageMissing(t *testing.T) {
 func TestRemoteTextAnsweredWhileStopping(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	det, _ := dedup.New(dedup.Options{Simhash: false})
-	ws := textWorkers(t, srv, "stopping", 2, det, nil, true)
-	commitText(t, ws[1].st, 7, []string{"kept", "text"})
-	ws[0].st.TextTimeout = 3 * time.Second
-	ws[1].stop() // cancelled; its pops still block, its alive key is still there
+	keeper := textWorkers(t, srv, "stopping", 1, det, nil, true)[0]
+	commitText(t, keeper.st, 7, []string{"kept", "text"})
+	// The reason tells an answer "gone" from a request dropped, which
+	// waits its whole timeout (it checked the request took under 1.5 s
+	// of a 3 s timeout): the timeout is a minute, the asker's client
+	// without a read timeout to cut its wait short.
+	asker := patientWorker(t, srv, "stopping")
+	asker.st.TextTimeout = hangBound
+	keeper.stop() // cancelled; its pops still block, its alive key is still there
 	start := time.Now()
-	_, err := ws[0].st.Text(context.Background(), 7)
+	_, err := asker.st.Text(context.Background(), 7)
 	took := time.Since(start)
-	ws[1].leave()
-	if !errors.Is(err, crawl.ErrElsewhere) || !strings.Contains(err.Error(), "gone") {
-		t.Fatalf("a keeper stopping: %v", err)
+	keeper.leave()
+	if !errors.Is(err, crawl.ErrElsewhere) || !strings.Contains(err.Error(), statusWhy[replyGone]) {
+		t.Fatalf("a keeper stopping: %v after %v, want %q: the request was dropped, not answered", err, took, statusWhy[replyGone])
 	}
-	if took > 1500*time.Millisecond {
-		t.Fatalf("a keeper stopping: the request waited %v (its timeout is 3 s): it was dropped, not answered", took)
+	t.Logf("a keeper stopping: answered %q after %v", statusWhy[replyGone], took)
+}
+
+// patientWorker is a serving text worker of crawl name whose client has
+// no read timeout: a request waits its whole TextTimeout (maxBlock).
+func patientWorker(t *testing.T, srv *redistest.Server, name string) *textWorker {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, Password: srv.Password, TLSConfig: srv.TLS, ReadTimeout: -1})
+	t.Cleanup(func() { rdb.Close() })
+	c, err := Open(context.Background(), rdb, name, Options{Partitions: 4, Capacity: 10_000})
+	if err != nil {
+		t.Fatal(err)
 	}
+	db, err := storage.Open(t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	w := &textWorker{st: mustStore(t, c, db, nil)}
+	w.serve(t)
+	return w
 }
 
 // The keeper id of a data dir is made once: a store that cannot be read
@@ -582,15 +651,21 @@ func keeperProcess(addr, dir string) {
 
 var slowTexts = map[uint64]string{1: "text one", 2: "text two", 3: "text three"}
 
-// A keeper slow once (its process stopped for a second, as a long GC pause
-// or an overloaded machine would) is not taken for gone: the request it
-// missed falls back, the next one, made while it is still stopped, is
-// answered once it runs again.
+// A keeper slow once (its process stopped, as a long GC pause or an
+// overloaded machine would) is not taken for gone: the request it missed
+// falls back (it did not answer in time), the next one, made while it is
+// still stopped, is answered once it runs again.
+//
+// Not on the wall clock: the keeper is resumed once the second request was
+// asked, not by a 1 s timer racing the requests' 700 ms timeouts; that
+// request waits up to a minute, from a worker whose client has no read
+// timeout; while stopped the keeper's alive key is made to last a minute,
+// as its renewals would keep it (a test stalled past its 3 s TTL would
+// otherwise see the keeper gone).
 func TestRemoteTextKeeperSlowOnce(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
-	det, _ := dedup.New(dedup.Options{Simhash: false})
 	ctx := context.Background()
-	req := textWorkers(t, srv, "slow", 1, det, nil, true)[0].st
+	req := patientWorker(t, srv, "slow").st
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "REDISSTATE_TEST_KEEPER="+srv.Addr, "REDISSTATE_TEST_DIR="+t.TempDir())
 	out, err := cmd.StdoutPipe()
@@ -612,27 +687,64 @@ func TestRemoteTextKeeperSlowOnce(t *testing.T) {
 	if s, err, _ := text(1); s != slowTexts[1] || err != nil {
 		t.Fatalf("before the pause: %q, %v", s, err)
 	}
-	req.TextTimeout = 700 * time.Millisecond
 	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}
+	defer resume()
 	waitFor(t, hangBound, "the keeper to stop", func() bool {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
 		_, after, _ := strings.Cut(string(b), ") ")
 		return strings.HasPrefix(after, "T") // stopped (Linux; elsewhere the wait times out)
 	})
-	resume := time.AfterFunc(time.Second, func() { cmd.Process.Signal(syscall.SIGCONT) })
-	defer resume.Stop()
+	rdb := req.c.rdb
+	ups, err := rdb.Keys(ctx, req.c.keeperUpKey("*")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, up := range ups {
+		if up != req.c.keeperUpKey(req.Keeper()) {
+			n++
+			if ok, err := rdb.PExpire(ctx, up, time.Minute).Result(); !ok || err != nil {
+				t.Fatalf("the stopped keeper's alive key %s: %v %v", up, ok, err)
+			}
+		}
+	}
+	if n != 1 {
+		t.Fatalf("alive keys %q: want the stopped keeper's and the asker's", ups)
+	}
+	req.TextTimeout = 700 * time.Millisecond
 	s, err, took := text(2)
-	if !errors.Is(err, crawl.ErrElsewhere) {
-		t.Fatalf("asked while the keeper is stopped: %q, %v after %v", s, err, took)
+	if !errors.Is(err, crawl.ErrElsewhere) || !strings.Contains(err.Error(), statusWhy[0]) {
+		t.Fatalf("asked while the keeper is stopped: %q, %v after %v; want %q", s, err, took, statusWhy[0])
 	}
 	t.Logf("asked while the keeper is stopped: fell back after %v (%v)", took, err)
-	s, err, took = text(3)
-	if s != slowTexts[3] || err != nil {
-		t.Fatalf("asked right after the missed request, the keeper resuming within it: %q, %v after %v", s, err, took)
+	req.TextTimeout = hangBound
+	type answer struct {
+		s    string
+		err  error
+		took time.Duration
 	}
-	t.Logf("asked right after: answered after %v", took)
+	asked := req.TextStats().Asked
+	third := make(chan answer, 1)
+	go func() { s, err, took := text(3); third <- answer{s, err, took} }()
+	// Asked is counted just before the request goes (its route and wait
+	// in one pipeline); a keeper resumed before the route ran answers it
+	// as a running one does.
+	waitFor(t, hangBound, "the second request asked", func() bool { return req.TextStats().Asked > asked })
+	resume()
+	a := <-third
+	if a.s != slowTexts[3] || a.err != nil {
+		t.Fatalf("asked while the keeper is stopped, which then resumes: %q, %v after %v", a.s, a.err, a.took)
+	}
+	t.Logf("asked while stopped, then resumed: answered after %v", a.took)
 	if s, err, _ := text(1); s != slowTexts[1] || err != nil {
 		t.Fatalf("after the pause: %q, %v", s, err)
 	}
@@ -667,20 +779,27 @@ func TestServeReturnsWhyNotStarted(t *testing.T) {
 }
 
 // A keeper whose client has a read timeout shorter than its pop's one
-// second block (read_timeout in the Redis URL) still answers at once: the
-// pop is not cut by the read timeout (as a raw BLPOP through Do was: it
-// failed after its retries and the keeper slept a second, missing requests
-// made then).
+// second block (read_timeout in the Redis URL) still answers: the pop is
+// not cut by the read timeout (as a raw BLPOP through Do was: it failed
+// after its retries and the keeper slept a second, missing requests made
+// then).
+//
+// Not on the wall clock: the keeper's pops are watched (popWatch) instead
+// of asking within 250 ms after sleeping 1.3 s: each request is asked once
+// every serving goroutine's pop has gone round its whole block, is
+// answered (under a 1 min timeout, from a client without read timeout),
+// and no pop of the keeper failed.
 func TestKeeperShortReadTimeout(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
-	det, _ := dedup.New(dedup.Options{Simhash: false})
 	ctx := context.Background()
-	asker := textWorkers(t, srv, "rt", 1, det, nil, true)[0].st
+	asker := patientWorker(t, srv, "rt").st
 	rdb, err := Connect(ctx, srv.URL()+"?read_timeout=300ms", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rdb.Close()
+	pops := &popWatch{}
+	rdb.AddHook(pops)
 	c, err := Open(ctx, rdb, "rt", Options{Partitions: 4, Capacity: 10_000})
 	if err != nil {
 		t.Fatal(err)
@@ -691,17 +810,55 @@ func TestKeeperShortReadTimeout(t *testing.T) {
 	}
 	defer db.Close()
 	keeper := &textWorker{st: mustStore(t, c, db, nil)}
-	for id := uint64(1); id <= 8; id++ {
+	for id := uint64(1); id <= 5; id++ {
 		commitText(t, keeper.st, id, []string{"text", strconv.FormatUint(id, 10)})
 	}
 	keeper.serve(t)
-	asker.TextTimeout = 250 * time.Millisecond
+	asker.TextTimeout = hangBound
 	for id := uint64(1); id <= 5; id++ {
-		time.Sleep(1300 * time.Millisecond) // longer than a pop
+		empty := pops.empty.Load()
+		waitFor(t, hangBound, "the keeper's pops to go round their block", func() bool {
+			return pops.empty.Load() >= empty+serveWorkers || pops.failed.Load() > 0
+		})
+		if n := pops.failed.Load(); n > 0 {
+			t.Fatalf("before page %d: %d of the keeper's pops failed (its read timeout cut them): %v", id, n, pops.last.Load())
+		}
 		start := time.Now()
 		text, err := asker.Text(ctx, id)
 		if want := "text " + strconv.FormatUint(id, 10); text != want || err != nil {
 			t.Fatalf("page %d: %q, %v after %v", id, text, err, time.Since(start))
 		}
 	}
+	if n := pops.failed.Load(); n > 0 {
+		t.Fatalf("%d of the keeper's pops failed (its read timeout cut them): %v", n, pops.last.Load())
+	}
+}
+
+// popWatch counts a client's BLPOPs that ended empty (their block ran out)
+// and those that failed.
+type popWatch struct {
+	empty, failed atomic.Int64
+	last          atomic.Value // the last failure's error text
+}
+
+func (w *popWatch) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (w *popWatch) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if cmd.Name() == "blpop" {
+			switch {
+			case errors.Is(err, redis.Nil):
+				w.empty.Add(1)
+			case err != nil && ctx.Err() == nil:
+				w.failed.Add(1)
+				w.last.Store(err.Error())
+			}
+		}
+		return err
+	}
+}
+
+func (w *popWatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
