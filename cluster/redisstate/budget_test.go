@@ -26,7 +26,7 @@ type lease struct {
 type workerRun struct {
 	fo      frontier.Options
 	outcome func(it *frontier.Item) frontier.Outcome // the fetch's result (default: a 200)
-	killAt  map[int]int                              // worker -> lease at which it dies holding it (kill -9)
+	killAt  map[int]int                              // worker -> lease at which it dies holding it (kill -9; expireWorker then ends its leases)
 	leave   func(w, n int, l lease) bool             // after its n-th lease l, worker w leaves (its partitions move)
 	giveUp  func(w int, g frontier.GiveUp)           // the hosts a worker's frontier gave up
 	name    string                                   // worker id prefix (default "w")
@@ -49,7 +49,12 @@ func runWorkers(t *testing.T, srv *redistest.Server, workers int, r workerRun) [
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		c := openOn(t, srv, Options{})
-		m, err := c.Join(ctx, fmt.Sprintf("%s%d", r.name, w), MemberOptions{TTL: 600 * time.Millisecond})
+		// Leases only a hang outlasts (a 600 ms TTL ran out when a
+		// heartbeat was descheduled: the partition's next holder fetched
+		// its item again); a killed worker's are expired by the test, its
+		// heartbeat goes on at the pace a short TTL had.
+		id := fmt.Sprintf("%s%d", r.name, w)
+		m, err := c.Join(ctx, id, MemberOptions{TTL: time.Minute, Heartbeat: 200 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,6 +81,7 @@ func runWorkers(t *testing.T, srv *redistest.Server, workers int, r workerRun) [
 					out = append(out, l)
 					mu.Unlock()
 					m.Abandon()
+					expireWorker(t, c, id) // its leases run out: the others take its partitions
 					return
 				}
 				o := frontier.Outcome{} // recorded, not requested

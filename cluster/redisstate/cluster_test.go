@@ -66,7 +66,9 @@ func TestRedisCluster(t *testing.T) {
 	if len(nodes) < 2 {
 		t.Fatalf("16 partitions on %d node(s)", len(nodes))
 	}
-	m, err := c.Join(ctx, "w", MemberOptions{TTL: 2 * time.Second})
+	// A lease only a hang outlasts: one late heartbeat (past 2/3 of a 2 s
+	// TTL) made the pop below stale.
+	m, err := c.Join(ctx, "w", MemberOptions{TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

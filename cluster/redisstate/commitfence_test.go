@@ -21,6 +21,10 @@ import (
 // lease ends is tried: the Store's commit (the engine's: the commit script
 // on one server, the split commit on a Cluster), Frontier.Commit (a Batch)
 // and Frontier.Finish.
+//
+// No heartbeat runs, and the leases live a minute: each lease the scenario
+// ends, the test deletes (under a 3 s TTL, a stall of 2 s between a
+// worker's join and its pop made the pop stale: ErrLeaseStale).
 
 // commitFenceWays are the ways worker a's page ends its lease.
 var commitFenceWays = []struct {
@@ -70,7 +74,7 @@ func commitFence(t *testing.T, c *Crawl, st *Store, name string, stale bool,
 		}
 		return n
 	}
-	ma, err := c.Join(ctx, "a", MemberOptions{TTL: 3 * time.Second, Heartbeat: time.Hour})
+	ma, err := c.Join(ctx, "a", MemberOptions{TTL: time.Minute, Heartbeat: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +90,7 @@ func commitFence(t *testing.T, c *Crawl, st *Store, name string, stale bool,
 	var mb *Member
 	if stale {
 		// b takes the partition (its acquire requeues the URL) and pops it.
-		if mb, err = c.Join(ctx, "b", MemberOptions{TTL: 3 * time.Second, Heartbeat: time.Hour}); err != nil {
+		if mb, err = c.Join(ctx, "b", MemberOptions{TTL: time.Minute, Heartbeat: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
 		defer mb.Abandon()
@@ -115,7 +119,7 @@ func commitFence(t *testing.T, c *Crawl, st *Store, name string, stale bool,
 	if err := rdb.Del(ctx, c.leaseKey(p)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	mc, err := c.Join(ctx, "c", MemberOptions{TTL: 3 * time.Second, Heartbeat: time.Hour})
+	mc, err := c.Join(ctx, "c", MemberOptions{TTL: time.Minute, Heartbeat: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

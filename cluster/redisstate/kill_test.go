@@ -37,7 +37,10 @@ func killWorker(addr string) {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
-	m, err := c.Join(ctx, "child", MemberOptions{TTL: 800 * time.Millisecond})
+	// A lease only a hang outlasts: a stall between the join and the pop
+	// (a TTL of 800 ms ran out under load) must not fail the pop; the test
+	// expires it once the process is killed (expireWorker).
+	m, err := c.Join(ctx, "child", MemberOptions{TTL: time.Minute})
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
@@ -54,6 +57,11 @@ func killWorker(addr string) {
 // A worker process killed with SIGKILL in the middle of a fetch: its item
 // is in flight in Redis, and the worker that takes its partitions after the
 // lease runs out puts it back; nothing is lost, nothing is queued twice.
+//
+// Not on the wall clock: both workers hold their leases a minute (a stall
+// of the surviving worker past a short TTL would lose its lease under a pop)
+// and the test makes the killed worker's run out (expireWorker), as its TTL
+// would, once the process is dead.
 func TestKill9WorkerProcess(t *testing.T) {
 	srv, c := open(t, Options{Partitions: 4, Capacity: 1000}, redistest.Options{})
 	ctx := context.Background()
@@ -81,7 +89,11 @@ func TestKill9WorkerProcess(t *testing.T) {
 	}
 	cmd.Process.Kill() // SIGKILL
 	cmd.Wait()
-	m, err := c.Join(ctx, "parent", MemberOptions{TTL: 800 * time.Millisecond})
+	if n, err := c.rdb.Exists(ctx, c.leaseKey(c.PartitionOf("a.example"))).Result(); n != 1 || err != nil {
+		t.Fatalf("the killed worker's lease is gone before it ran out (%v)", err)
+	}
+	expireWorker(t, c, "child") // its TTL runs out
+	m, err := c.Join(ctx, "parent", MemberOptions{TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,3 +120,28 @@ func TestKill9WorkerProcess(t *testing.T) {
 		t.Fatalf("after the takeover the queues gave %v, want %v", got, urls)
 	}
 }
+
+// expireWorker does to dead worker id's keys, at once, what their TTLs do:
+// the leases it still holds go, and its heartbeat in the workers set is
+// past (the next heartbeat of another worker drops it, and the live count
+// with it). Tests whose surviving workers hold leases a minute make a
+// killed worker's run out with it, not by waiting on the wall clock.
+func expireWorker(t testing.TB, c *Crawl, id string) {
+	t.Helper()
+	ctx := context.Background()
+	for p := 0; p < c.partitions; p++ {
+		if err := expireLeaseScript.Run(ctx, c.rdb, []string{c.leaseKey(p)}, id+" ").Err(); err != nil {
+			t.Errorf("expiring %s's lease of partition %d: %v", id, p, err)
+		}
+	}
+	if err := c.rdb.ZAddXX(ctx, c.workersKey(), redis.Z{Score: 0, Member: id}).Err(); err != nil {
+		t.Errorf("expiring %s's heartbeat: %v", id, err)
+	}
+}
+
+// expireLeaseScript deletes a lease held by the worker ARGV[1] ("id ").
+var expireLeaseScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
