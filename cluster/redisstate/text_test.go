@@ -604,12 +604,12 @@ func TestRemoteTextKeeperSlowOnce(t *testing.T) {
 	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "serving\n" {
 		t.Fatalf("keeper said %q", line)
 	}
-	text := func(id uint64) (string, error, time.Duration) {
+	text := func(id uint64) (string, time.Duration, error) {
 		start := time.Now()
 		s, err := req.Text(ctx, id)
-		return s, err, time.Since(start)
+		return s, time.Since(start), err
 	}
-	if s, err, _ := text(1); s != slowTexts[1] || err != nil {
+	if s, _, err := text(1); s != slowTexts[1] || err != nil {
 		t.Fatalf("before the pause: %q, %v", s, err)
 	}
 	req.TextTimeout = 700 * time.Millisecond
@@ -623,17 +623,17 @@ func TestRemoteTextKeeperSlowOnce(t *testing.T) {
 	})
 	resume := time.AfterFunc(time.Second, func() { cmd.Process.Signal(syscall.SIGCONT) })
 	defer resume.Stop()
-	s, err, took := text(2)
+	s, took, err := text(2)
 	if !errors.Is(err, crawl.ErrElsewhere) {
 		t.Fatalf("asked while the keeper is stopped: %q, %v after %v", s, err, took)
 	}
 	t.Logf("asked while the keeper is stopped: fell back after %v (%v)", took, err)
-	s, err, took = text(3)
+	s, took, err = text(3)
 	if s != slowTexts[3] || err != nil {
 		t.Fatalf("asked right after the missed request, the keeper resuming within it: %q, %v after %v", s, err, took)
 	}
 	t.Logf("asked right after: answered after %v", took)
-	if s, err, _ := text(1); s != slowTexts[1] || err != nil {
+	if s, _, err := text(1); s != slowTexts[1] || err != nil {
 		t.Fatalf("after the pause: %q, %v", s, err)
 	}
 	if st := req.TextStats(); st.Answered != 3 || st.FellBack != 1 || st.Gone != 1 {
