@@ -28,9 +28,8 @@ import (
 // footer, served by testweb (ETag and Last-Modified from the file, 304 for a
 // matching If-None-Match or If-Modified-Since).
 type recrawlSite struct {
-	dir   string
-	r     *rand.Rand
-	prose map[string]string
+	dir string
+	r   *rand.Rand
 }
 
 func (s *recrawlSite) words(n int) string {

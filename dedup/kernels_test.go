@@ -2,15 +2,6 @@ package dedup
 
 import "testing"
 
-// kernelSets is the host's kernel set and the portable one (once where they
-// are the same: -tags purego, or a CPU without the instructions).
-func kernelSets() []*kernels {
-	if hostKernels == portableKernels {
-		return []*kernels{portableKernels}
-	}
-	return []*kernels{hostKernels, portableKernels}
-}
-
 // TestKernelSetsSign: a Detector made with the host's kernels signs every
 // page exactly as one made with the portable code (all of Sign: token,
 // stream and shingle fingerprints, min-hash, supershingles, simhash), on

@@ -42,7 +42,6 @@ func redisRoots(file string) (*tls.Config, error) {
 type Worker struct {
 	crawl *redisstate.Crawl
 	m     *redisstate.Member
-	sh    *crawl.Shared
 
 	store     *redisstate.Store                // its remote text service runs until Leave
 	texts     atomic.Pointer[redisstate.Store] // store, for the heartbeat's record

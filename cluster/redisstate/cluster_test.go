@@ -46,25 +46,27 @@ func TestRedisCluster(t *testing.T) {
 	if added, err = c.Enqueue(ctx, ids, its[:10]); err != nil || added[0] {
 		t.Fatalf("again: %v %v", added, err)
 	}
-	// Which nodes hold partitions: more than one.
-	nodes := map[string]bool{}
+	// Which shards (a primary and its replicas) hold partitions: more than one.
+	shards, err := rdb.ClusterShards(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := map[int]bool{}
 	for p := 0; p < 16; p++ {
 		slot, err := rdb.ClusterKeySlot(ctx, c.hostsKey(p)).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		slots, err := rdb.ClusterSlots(ctx).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range slots {
-			if slot >= int64(s.Start) && slot <= int64(s.End) {
-				nodes[s.Nodes[0].Addr] = true
+		for i, sh := range shards {
+			for _, r := range sh.Slots {
+				if slot >= r.Start && slot <= r.End {
+					held[i] = true
+				}
 			}
 		}
 	}
-	if len(nodes) < 2 {
-		t.Fatalf("16 partitions on %d node(s)", len(nodes))
+	if len(held) < 2 {
+		t.Fatalf("16 partitions on %d shard(s)", len(held))
 	}
 	// A lease only a hang outlasts: one late heartbeat (past 2/3 of a 2 s
 	// TTL) made the pop below stale.

@@ -679,12 +679,12 @@ func TestRemoteTextKeeperSlowOnce(t *testing.T) {
 	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "serving\n" {
 		t.Fatalf("keeper said %q", line)
 	}
-	text := func(id uint64) (string, error, time.Duration) {
+	text := func(id uint64) (string, time.Duration, error) {
 		start := time.Now()
 		s, err := req.Text(ctx, id)
-		return s, err, time.Since(start)
+		return s, time.Since(start), err
 	}
-	if s, err, _ := text(1); s != slowTexts[1] || err != nil {
+	if s, _, err := text(1); s != slowTexts[1] || err != nil {
 		t.Fatalf("before the pause: %q, %v", s, err)
 	}
 	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
@@ -721,7 +721,7 @@ func TestRemoteTextKeeperSlowOnce(t *testing.T) {
 		t.Fatalf("alive keys %q: want the stopped keeper's and the asker's", ups)
 	}
 	req.TextTimeout = 700 * time.Millisecond
-	s, err, took := text(2)
+	s, took, err := text(2)
 	if !errors.Is(err, crawl.ErrElsewhere) || !strings.Contains(err.Error(), statusWhy[0]) {
 		t.Fatalf("asked while the keeper is stopped: %q, %v after %v; want %q", s, err, took, statusWhy[0])
 	}
@@ -734,7 +734,7 @@ func TestRemoteTextKeeperSlowOnce(t *testing.T) {
 	}
 	asked := req.TextStats().Asked
 	third := make(chan answer, 1)
-	go func() { s, err, took := text(3); third <- answer{s, err, took} }()
+	go func() { s, took, err := text(3); third <- answer{s, err, took} }()
 	// Asked is counted just before the request goes (its route and wait
 	// in one pipeline); a keeper resumed before the route ran answers it
 	// as a running one does.
@@ -745,7 +745,7 @@ func TestRemoteTextKeeperSlowOnce(t *testing.T) {
 		t.Fatalf("asked while the keeper is stopped, which then resumes: %q, %v after %v", a.s, a.err, a.took)
 	}
 	t.Logf("asked while stopped, then resumed: answered after %v", a.took)
-	if s, err, _ := text(1); s != slowTexts[1] || err != nil {
+	if s, _, err := text(1); s != slowTexts[1] || err != nil {
 		t.Fatalf("after the pause: %q, %v", s, err)
 	}
 	if st := req.TextStats(); st.Answered != 3 || st.FellBack != 1 || st.Gone != 1 {

@@ -115,11 +115,6 @@ func readMeta(t *testing.T, data string, keys ...string) map[string]string {
 	return m
 }
 
-func writeMeta(t *testing.T, data, key, value string) {
-	t.Helper()
-	withStore(t, data, func(db *storage.DB) error { return db.PutMeta(key, []byte(value)) })
-}
-
 func countPages(t *testing.T, data string) int {
 	t.Helper()
 	n := 0

@@ -252,8 +252,6 @@ func TestSharedCrawlThreeWorkers(t *testing.T) {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // TestSharedCrawlKilledWorker: of two worker processes, one is killed with
 // SIGKILL mid-crawl and a third joins later; the crawl finishes with the
 // content one process keeps, and the requests above one process's crawl are

@@ -461,7 +461,7 @@ func testEvidence(t *testing.T, s Stores) {
 // for a store whose Tx does not implement crawl.EvidenceReader (it crawls
 // without canonical hints).
 func testEvidenceRead(t *testing.T, s Stores) {
-	errNoReader := errors.New("Tx does not implement crawl.EvidenceReader")
+	errNoReader := errors.New("the store's Tx does not implement crawl.EvidenceReader")
 	err := s.Store.Update(ctx, func(tx crawl.Tx) error {
 		r, ok := tx.(crawl.EvidenceReader)
 		if !ok {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package export
+
+const raceEnabled = false
