@@ -25,7 +25,11 @@ type request struct {
 // crawlWorkers runs workers frontiers over crawl "t" until the crawl is done:
 // each leases, "fetches" for fetch (recording the request), releases,
 // finishes. A worker with stopAfter > 0 dies after that many leases, its last
-// item leased and never released (kill -9 in the middle of a fetch).
+// item leased and never released (kill -9 in the middle of a fetch); the
+// test then expires its leases and heartbeat (expireWorker: what their TTL
+// does, at once). Leases are held a minute, renewed every 300 ms (which
+// paces the fair share): a heartbeat descheduled past a TTL of 900 ms let
+// the partition's next holder fetch an item in flight again.
 // fetched, when set, is called with the number of requests recorded so far
 // after each one.
 func crawlWorkers(t *testing.T, srv *redistest.Server, workers int, delay, fetch time.Duration, ipOf func(string) string, stopAfter map[int]int, fetched func(int)) []request {
@@ -37,7 +41,8 @@ func crawlWorkers(t *testing.T, srv *redistest.Server, workers int, delay, fetch
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		c := openOn(t, srv, Options{})
-		m, err := c.Join(ctx, fmt.Sprintf("w%d", w), MemberOptions{TTL: 900 * time.Millisecond})
+		id := fmt.Sprintf("w%d", w)
+		m, err := c.Join(ctx, id, MemberOptions{TTL: time.Minute, Heartbeat: 300 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,6 +66,7 @@ func crawlWorkers(t *testing.T, srv *redistest.Server, workers int, delay, fetch
 				n++
 				if stopAfter[w] > 0 && n >= stopAfter[w] {
 					m.Abandon() // killed holding it
+					expireWorker(t, c, id)
 					return
 				}
 				r := request{url: it.URL, ip: ipOf(it.Host), start: time.Now(), worker: w}
@@ -169,12 +175,15 @@ func TestFrontierWorkerDiesMidFetch(t *testing.T) {
 	}
 }
 
-// Redis stops for 1.5 s in the middle of a crawl (longer than the leases'
-// TTL) and comes back with its append-only file: the workers wait (Next says
+// Redis stops for 1.5 s in the middle of a crawl and comes back with its
+// append-only file, the leases and heartbeats run out (the test expires
+// them as it stops Redis: what a TTL shorter than the outage does, without
+// a TTL of 900 ms that a descheduled heartbeat also outlasted, each time
+// letting an item in flight be fetched again): the workers wait (Next says
 // why through Err), take the partitions again and finish the crawl; every
-// URL is fetched, and at most the items in flight at the stop twice. The
-// stop comes after the 10th request, not after a sleep: a loaded machine
-// made the crawl finish before a timed stop, or start after it.
+// URL is fetched, and at most the items in flight when the leases ran out
+// twice. The stop comes after the 10th request, not after a sleep: a loaded
+// machine made the crawl finish before a timed stop, or start after it.
 func TestFrontierRedisRestart(t *testing.T) {
 	srv, c := open(t, Options{Partitions: 8, Capacity: 10_000}, redistest.Options{})
 	ctx := context.Background()
@@ -200,6 +209,8 @@ func TestFrontierRedisRestart(t *testing.T) {
 	case reqs := <-done:
 		t.Fatalf("the crawl ended after %d requests, before its 10th", len(reqs))
 	}
+	expireWorker(t, c, "w0")
+	expireWorker(t, c, "w1")
 	srv.Stop()
 	stopped := time.Now()
 	time.Sleep(1500 * time.Millisecond)

@@ -85,7 +85,9 @@ func TestQueueCountsExact(t *testing.T) {
 	}
 	check("push")
 
-	a, err := c.Join(ctx, "a", MemberOptions{TTL: 700 * time.Millisecond})
+	// Leases held a minute: with 700 ms, a heartbeat descheduled past 2/3
+	// of it refused a pop (stale), or past it requeued what a popped.
+	a, err := c.Join(ctx, "a", MemberOptions{TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,10 +129,12 @@ func TestQueueCountsExact(t *testing.T) {
 		t.Fatalf("the store's commit queued %v, want the 4 new links", queued)
 	}
 	check("commit (store)")
-	// a dies with items in flight; b's acquire requeues them.
+	// a dies with items in flight (its leases expired by the test, as
+	// their TTL would); b's acquire requeues them.
 	a.Abandon()
+	expireWorker(t, c, "a")
 	c2 := openOn(t, srv, Options{})
-	bm, err := c2.Join(ctx, "b", MemberOptions{TTL: 700 * time.Millisecond})
+	bm, err := c2.Join(ctx, "b", MemberOptions{TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,11 +61,13 @@ func robotsOf(t *testing.T, c *Crawl, m *Member) *fetch.RobotsCache {
 // leases (its in-memory cache gone: the entry comes from Redis); the rules
 // are the fetched file's. When a worker leaves, the holder of its
 // partitions (a new lease) fetches those hosts' robots.txt once more, and
-// only those.
+// only those. The leases are held a minute (renewed every 200 ms, which
+// paces the fair share and the takeover): a heartbeat descheduled past a
+// TTL of 600 ms moved a lease, and its hosts' robots.txt was fetched again.
 func TestRobotsStoreOncePerHostAndLease(t *testing.T) {
 	srv, c := open(t, Options{Partitions: 8}, redistest.Options{NoPersistence: true})
 	ctx := context.Background()
-	o := MemberOptions{TTL: 600 * time.Millisecond}
+	o := MemberOptions{TTL: time.Minute, Heartbeat: 200 * time.Millisecond}
 	a, err := c.Join(ctx, "a", o)
 	if err != nil {
 		t.Fatal(err)

@@ -329,7 +329,9 @@ func waitUntil(t *testing.T, what string, check func() string) time.Duration {
 // A worker killed mid-fetch (its heartbeat stops, nothing released) loses
 // its leases after the TTL; the worker that takes them puts what was in
 // flight back in the queues, and a pop from the dead worker's side after
-// that is refused (fencing).
+// that is refused (fencing). The leases are held a minute (a 600 ms TTL
+// made a pop stale when the heartbeat was descheduled) and the dead
+// worker's expired by the test (expireWorker), as their TTL would.
 func TestKilledWorkerLosesNothing(t *testing.T) {
 	srv, c := open(t, Options{Partitions: 4, Capacity: 1000}, redistest.Options{})
 	ctx := context.Background()
@@ -337,7 +339,7 @@ func TestKilledWorkerLosesNothing(t *testing.T) {
 	if _, err := c.Enqueue(ctx, c.NewIDs(), items(urls...)); err != nil {
 		t.Fatal(err)
 	}
-	o := MemberOptions{TTL: 600 * time.Millisecond}
+	o := MemberOptions{TTL: time.Minute}
 	a, err := c.Join(ctx, "a", o)
 	if err != nil {
 		t.Fatal(err)
@@ -353,6 +355,7 @@ func TestKilledWorkerLosesNothing(t *testing.T) {
 		t.Fatalf("%d items in flight, want 1", n)
 	}
 	a.Abandon() // kill -9: no release
+	expireWorker(t, c, "a")
 	c2 := openOn(t, srv, Options{})
 	b, err := c2.Join(ctx, "b", o)
 	if err != nil {
@@ -360,7 +363,7 @@ func TestKilledWorkerLosesNothing(t *testing.T) {
 	}
 	defer b.Leave(ctx)
 	took := waitFor(t, hangBound, "b takes every partition", func() bool { return len(b.Owned()) == 4 })
-	t.Logf("b held all partitions %v after joining (TTL %v)", took, o.TTL)
+	t.Logf("b held all partitions %v after joining", took)
 	var total int64
 	for p := 0; p < 4; p++ {
 		q, _ := c.Queued(ctx, p)
@@ -394,11 +397,14 @@ func TestKilledWorkerLosesNothing(t *testing.T) {
 }
 
 // A new worker gets its fair share: the old one gives up the partitions
-// above its share once nothing of theirs is in flight.
+// above its share once nothing of theirs is in flight. Leases are held a
+// minute, renewed every 500 ms: with a TTL of 1.5 s, a heartbeat
+// descheduled past it let the other worker take a partition that the
+// first still listed (held twice, as the two saw it).
 func TestNewWorkerTakesShare(t *testing.T) {
 	srv, c := open(t, Options{Partitions: 16, Capacity: 1000}, redistest.Options{})
 	ctx := context.Background()
-	o := MemberOptions{TTL: 1500 * time.Millisecond}
+	o := MemberOptions{TTL: time.Minute, Heartbeat: 500 * time.Millisecond}
 	a, err := c.Join(ctx, "a", o)
 	if err != nil {
 		t.Fatal(err)
@@ -412,7 +418,7 @@ func TestNewWorkerTakesShare(t *testing.T) {
 		t.Fatal(err)
 	}
 	took := waitFor(t, hangBound, "fair share", func() bool { return len(a.Owned()) == 8 && len(b.Owned()) == 8 })
-	t.Logf("8/8 after %v (heartbeat %v)", took, o.TTL/3)
+	t.Logf("8/8 after %v (heartbeat %v)", took, o.Heartbeat)
 	seen := map[int]bool{}
 	for _, l := range append(a.Owned(), b.Owned()...) {
 		if seen[l.Partition] {
@@ -513,11 +519,14 @@ func TestIPClockAcrossWorkers(t *testing.T) {
 }
 
 // robots.txt is fetched once per host and lease: an entry stored under one
-// lease is returned under it, not under the partition's next lease.
+// lease is returned under it, not under the partition's next lease. The
+// first lease is held a minute (one of 500 ms, run out under a descheduled
+// heartbeat and taken again, dropped the entry before it was read) and
+// expired by the test when its holder dies.
 func TestRobotsOncePerLease(t *testing.T) {
 	srv, c := open(t, Options{Partitions: 2}, redistest.Options{})
 	ctx := context.Background()
-	o := MemberOptions{TTL: 500 * time.Millisecond}
+	o := MemberOptions{TTL: time.Minute}
 	a, err := c.Join(ctx, "a", o)
 	if err != nil {
 		t.Fatal(err)
@@ -534,6 +543,7 @@ func TestRobotsOncePerLease(t *testing.T) {
 		t.Fatalf("the entry under its lease: %+v %v %v", e, ok, err)
 	}
 	a.Abandon()
+	expireWorker(t, c, "a")
 	b, err := openOn(t, srv, Options{}).Join(ctx, "b", o)
 	if err != nil {
 		t.Fatal(err)
