@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -83,15 +82,7 @@ func crawlCorpus(t *testing.T) *corpusRun {
 		}
 		corpus.err = json.Unmarshal(b, &corpus.report)
 	})
-	if errors.Is(corpus.err, testweb.ErrNoCorpus) {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must run the real-corpus tests: %v", corpus.err)
-		}
-		t.Skipf("real corpus not available: %v", corpus.err)
-	}
-	if corpus.err != nil {
-		t.Fatal(corpus.err)
-	}
+	testweb.RequireCorpus(t, corpus.err)
 	return corpus
 }
 
@@ -99,16 +90,7 @@ func crawlCorpus(t *testing.T) *corpusRun {
 // except under CI, where the real-corpus tests must run.
 func corpusRoot(t *testing.T) string {
 	t.Helper()
-	root, _, err := testweb.Corpus()
-	if errors.Is(err, testweb.ErrNoCorpus) {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must run the real-corpus tests: %v", err)
-		}
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, _ := testweb.NeedCorpus(t)
 	return root
 }
 

@@ -167,7 +167,7 @@ func TestGenerateDistinctPages(t *testing.T) {
 // address it came in on; Rotate hands over exactly the lines so far.
 func TestNginxServesEveryHost(t *testing.T) {
 	if _, err := NginxBinary(); err != nil {
-		testtools.Missing(t, "%v", err)
+		testtools.Require(t, false, "nginx ("+err.Error()+")", "apt-get install nginx-light (or make test-deps)")
 	}
 	l, err := net.Listen("tcp", ":0")
 	if err != nil {

@@ -9,19 +9,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
 )
 
 // corpus returns the unpacked shared corpus or skips the test.
 func corpus(tb testing.TB) (string, []ManifestEntry) {
 	tb.Helper()
-	root, manifest, err := Corpus()
-	if errors.Is(err, ErrNoCorpus) {
-		tb.Skipf("shared corpus not available (set $%s): %v", SharedEnv, err)
-	}
-	if err != nil {
-		tb.Fatalf("Corpus: %v", err)
-	}
-	return root, manifest
+	return NeedCorpus(tb)
 }
 
 func TestCorpus(t *testing.T) {
@@ -121,9 +116,8 @@ func TestFindShared(t *testing.T) {
 // TestUnpackRace has several unpackers race for one destination: all
 // succeed, the result is complete and no temporary directory is left.
 func TestUnpackRace(t *testing.T) {
-	if _, err := exec.LookPath("xz"); err != nil {
-		t.Skip("xz not installed")
-	}
+	_, err := exec.LookPath("xz")
+	testtools.Require(t, err == nil, "xz", "apt-get install xz-utils (or make test-deps)")
 	src, work := t.TempDir(), t.TempDir()
 	writeTree(t, src, map[string]string{"127.0.0.2/a/index.html": "hello", "127.0.0.2/a/b.html": "->index.html"})
 	tarball := filepath.Join(work, "t.tar.xz")

@@ -2,12 +2,10 @@ package variantweb
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"path"
 	"slices"
 	"strings"
@@ -57,15 +55,7 @@ func loadSites(t *testing.T) []*Site {
 			sites = append(sites, site)
 		}
 	})
-	if errors.Is(sitesErr, testweb.ErrNoCorpus) {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must run the real-corpus tests: %v", sitesErr)
-		}
-		t.Skipf("real corpus not available: %v", sitesErr)
-	}
-	if sitesErr != nil {
-		t.Fatal(sitesErr)
-	}
+	testweb.RequireCorpus(t, sitesErr)
 	return sites
 }
 
