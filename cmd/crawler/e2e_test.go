@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 import (
@@ -96,6 +98,7 @@ func corpusRoot(t *testing.T) string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	removeBins()
 	if corpus != nil {
 		if corpus.web != nil {
 			corpus.web.Close()
@@ -105,14 +108,6 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
-}
-
-func pagesByURL(d *report.Data) map[string]report.Page {
-	m := make(map[string]report.Page, len(d.Pages))
-	for _, p := range d.Pages {
-		m[p.URL] = p
-	}
-	return m
 }
 
 func TestCorpusEveryseedFetchedAndNoURLTwice(t *testing.T) {
