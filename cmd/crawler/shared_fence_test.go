@@ -74,6 +74,7 @@ func stallSetup(t *testing.T) (bin string, srv *redistest.Server) {
 }
 
 func fenceStallTest(t *testing.T, c stallCase) {
+	t.Parallel() // each stall has its own web and Redis, and waits out leases
 	bin, srv := stallSetup(t)
 	for _, check := range []bool{false, true} {
 		t.Run(fmt.Sprintf("check=%v", check), func(t *testing.T) {
