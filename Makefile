@@ -1,27 +1,67 @@
-# Horseshoe build targets. `make test` is what CI runs (.ci/run).
+# Horseshoe build targets. `make test` is what CI runs (.ci/run); the tiers
+# and their times are in docs/TESTING.md.
 GO        ?= go
 BIN       ?= bin
 PKGS      := ./...
 STATICCHECK_VERSION ?= v0.8.2
+N         ?= 10
 
-.PHONY: all build test check bench bench-scale bench-smoke cross demo fuzz fmt vet staticcheck clean
+# The packages of the end-to-end tier: those with a test file behind the e2e
+# build tag, or a test the fast tier skips with -short.
+E2E_PKGS  := $(sort $(patsubst %/,./%,$(dir $(shell grep -rlE --include='*_test.go' '^//go:build.*\be2e\b|testing\.Short\(\)' . 2>/dev/null | sed 's|^\./||'))))
+
+# The exports scripts/test-deps.sh writes (the npm helpers' paths).
+TEST_DEPS ?= $(or $(HORSESHOE_TEST_DEPS),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/horseshoe)
+WITH_TEST_ENV = if [ -f "$(TEST_DEPS)/test-env.sh" ]; then . "$(TEST_DEPS)/test-env.sh"; fi;
+
+.PHONY: all build test test-deps test-fast test-race test-e2e flake check bench bench-scale bench-smoke cross demo fuzz fmt vet staticcheck clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN)/crawler ./cmd/crawler
 
-# The whole suite: unit tests, golden files, the end-to-end crawl of the real
-# corpus (../shared/corpus), the demo, and a smoke run of every benchmark.
+# The whole suite, on a fresh machine too: installs what the tests need
+# (scripts/test-deps.sh), static checks, the fast tier plain and under the
+# race detector, the end-to-end tier (the crawler binary, the real corpus in
+# ../shared/corpus, Redis, wget, node, Chromium, proxies), a smoke run of
+# every benchmark, other platforms, and every fuzz target for 3 s.
 test:
-	$(GO) vet $(PKGS)
-	$(GO) test -count=1 -timeout 30m $(PKGS)
+	$(MAKE) test-deps
+	$(MAKE) vet
+	$(MAKE) fmt
+	$(MAKE) test-fast
+	$(MAKE) test-race
+	$(MAKE) staticcheck
+	$(MAKE) test-e2e
 	$(MAKE) bench-smoke
 	$(MAKE) cross
 	bash scripts/fuzz-smoke.sh
 
+# Debian packages (apt-get as root, else the line to run) and npm helpers.
+test-deps:
+	@bash scripts/test-deps.sh >/dev/null
+
+# The fast tier: no tag, -short; pure packages, fakes, synctest, in-process
+# crawls of small loopback webs.
+test-fast:
+	$(GO) test -short -count=1 -timeout 10m $(PKGS)
+
+test-race:
+	$(GO) test -race -short -count=1 -timeout 20m $(PKGS)
+
+# The end-to-end tier: -tags e2e, without -short, over the packages that have
+# such tests (their fast tests run again too).
+test-e2e:
+	$(WITH_TEST_ENV) $(GO) test -tags e2e -count=1 -timeout 45m $(E2E_PKGS)
+
+# The end-to-end tier N times (make flake N=10): each failure with its run,
+# its last lines and its replay command.
+flake:
+	@$(WITH_TEST_ENV) GO="$(GO)" bash scripts/flake.sh $(N) $(E2E_PKGS)
+
 bench-smoke:
-	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x $(PKGS)
+	$(GO) test -tags e2e -count=1 -run '^$$' -bench . -benchtime 1x $(PKGS)
 
 # Other platforms build, and the portable code of dedup and parse (-tags
 # purego: no assembly) passes their tests here too.
@@ -31,16 +71,15 @@ cross:
 	GOOS=linux GOARCH=arm64 $(GO) vet ./dedup/ ./parse/
 	$(GO) test -count=1 -tags purego ./dedup/ ./parse/
 
-# Static checks and the race detector.
-check: fmt vet staticcheck
-	$(GO) test -race -count=1 -timeout 30m $(PKGS)
-	$(MAKE) bench-smoke
+# Static checks and the fast tier under the race detector.
+check: fmt vet staticcheck test-race
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 vet:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags e2e $(PKGS)
 
 staticcheck:
 	@command -v staticcheck >/dev/null 2>&1 || [ -x "$$($(GO) env GOPATH)/bin/staticcheck" ] || GOFLAGS= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)

@@ -1,7 +1,8 @@
+//go:build e2e
+
 package crawl_test
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
@@ -72,16 +73,7 @@ var (
 // J >= 0.90 from n = 152 words; asserted from 200 words), a real edit is
 // changed.
 func TestRecrawlCorpusHost(t *testing.T) {
-	corpus, _, err := testweb.Corpus()
-	if errors.Is(err, testweb.ErrNoCorpus) {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must run the real-corpus tests: %v", err)
-		}
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	corpus, _ := testweb.NeedCorpus(t)
 	const ip = "127.0.0.12"
 	root := t.TempDir()
 	htmls := copyHost(t, corpus, ip, root)

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package export
 
 import (
@@ -81,13 +83,7 @@ func TestMainTextAgainstMozilla(t *testing.T) {
 		t.Skip("slow: runs node on hundreds of pages")
 	}
 	modules := testtools.Readability(t)
-	root, _, err := testweb.Corpus()
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must run the real-corpus tests: %v", err)
-		}
-		t.Skipf("real corpus not available: %v", err)
-	}
+	root, _ := testweb.NeedCorpus(t)
 	perSite := 20
 	if os.Getenv("HORSESHOE_MAINTEXT_ALL") != "" {
 		perSite = 0

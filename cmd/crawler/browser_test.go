@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 import (
@@ -71,16 +73,12 @@ type browserResult struct {
 // (fails it under CI).
 func needBrowser(t *testing.T) *browser {
 	t.Helper()
-	missing := func(format string, a ...any) {
-		t.Helper()
-		testtools.Missing(t, "browser test: "+format, a...)
-	}
 	b := &browser{chromium: os.Getenv("HORSESHOE_CHROMIUM")}
 	if b.chromium == "" {
 		b.chromium = "/usr/bin/chromium"
 	}
 	if fi, err := os.Stat(b.chromium); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		missing("no Chromium at %s (apt-get install chromium, or set HORSESHOE_CHROMIUM)", b.chromium)
+		testtools.Require(t, false, "Chromium at "+b.chromium, "apt-get install chromium, or set HORSESHOE_CHROMIUM=PATH")
 	}
 	b.node = testtools.Node(t)
 	script, err := filepath.Abs(filepath.Join("testdata", "browser", "check.cjs"))
@@ -90,7 +88,7 @@ func needBrowser(t *testing.T) *browser {
 	b.script = script
 	b.driver = testtools.Installed(t, "HORSESHOE_PLAYWRIGHT", "install-browser-deps.sh")
 	if _, err := os.Stat(filepath.Join(b.driver, "package.json")); err != nil {
-		missing("HORSESHOE_PLAYWRIGHT=%s is not a playwright-core package: %v", b.driver, err)
+		testtools.Require(t, false, "playwright-core at HORSESHOE_PLAYWRIGHT="+b.driver+" ("+err.Error()+")", "bash scripts/install-browser-deps.sh (or make test-deps)")
 	}
 	return b
 }

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 import (
@@ -81,6 +83,7 @@ func readJSONL(t *testing.T, path string) map[string]export.Record {
 // whose text was lost flagged "damaged" with as many flagged as the line
 // says and every other text equal to the undamaged export's.
 func TestDamagedStoreCommands(t *testing.T) {
+	t.Parallel() // its own web and data dirs
 	bin := buildSignalCrawler(t)
 	w, err := testweb.Start(bigTextWeb(t, 120), testweb.Options{})
 	if err != nil {

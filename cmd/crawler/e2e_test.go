@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 import (
@@ -5,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -83,15 +84,7 @@ func crawlCorpus(t *testing.T) *corpusRun {
 		}
 		corpus.err = json.Unmarshal(b, &corpus.report)
 	})
-	if errors.Is(corpus.err, testweb.ErrNoCorpus) {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must run the real-corpus tests: %v", corpus.err)
-		}
-		t.Skipf("real corpus not available: %v", corpus.err)
-	}
-	if corpus.err != nil {
-		t.Fatal(corpus.err)
-	}
+	testweb.RequireCorpus(t, corpus.err)
 	return corpus
 }
 
@@ -99,21 +92,13 @@ func crawlCorpus(t *testing.T) *corpusRun {
 // except under CI, where the real-corpus tests must run.
 func corpusRoot(t *testing.T) string {
 	t.Helper()
-	root, _, err := testweb.Corpus()
-	if errors.Is(err, testweb.ErrNoCorpus) {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must run the real-corpus tests: %v", err)
-		}
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, _ := testweb.NeedCorpus(t)
 	return root
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	removeBins()
 	if corpus != nil {
 		if corpus.web != nil {
 			corpus.web.Close()
@@ -123,14 +108,6 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
-}
-
-func pagesByURL(d *report.Data) map[string]report.Page {
-	m := make(map[string]report.Page, len(d.Pages))
-	for _, p := range d.Pages {
-		m[p.URL] = p
-	}
-	return m
 }
 
 func TestCorpusEveryseedFetchedAndNoURLTwice(t *testing.T) {

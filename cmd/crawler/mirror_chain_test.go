@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 import (
@@ -16,6 +18,7 @@ import (
 // latest/technical/api-merge.html this way). Before the fix both crawls
 // left it mirror_skipped in favour of the skipped page.
 func TestMirrorChainShared(t *testing.T) {
+	t.Parallel() // its own web and Redis
 	chain, web, seeds, err := testweb.StartMirrorChain(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 import (
@@ -65,6 +67,7 @@ func twoWorkers(t *testing.T, tmp, redisURL, name, cfgPath string, seeds []strin
 // redis-server; no URL is requested twice and no host sees two requests
 // closer than the delay.
 func TestSharedCrawlRedisCluster(t *testing.T) {
+	t.Parallel() // its own corpus web and Redis servers: independent of other tests
 	web, seeds := sharedWeb(t, clusterSubset)
 	srv := redistest.Start(t, redistest.Options{})
 	cl := redistest.StartCluster(t, 3)
@@ -109,5 +112,6 @@ func TestSharedCrawlKilledWorkerCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crawls the corpus subset twice")
 	}
+	t.Parallel() // its own corpus web and Redis Cluster; mostly waiting on leases
 	killedWorkerCrawl(t, clusterURL(redistest.StartCluster(t, 3)))
 }

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 import (
@@ -82,6 +84,7 @@ func checkWorkerRows(t *testing.T, what string, v *report.Workers, dirs []string
 // last seen, the crawl's totals their sums, in JSON, text and HTML. With
 // --redis and --crawl the rows come from Redis, the same.
 func TestReportWorkersSection(t *testing.T) {
+	t.Parallel() // its own generated site and Redis
 	tmp := t.TempDir()
 	site := genSite(t, "127.0.0.38", 40, 0, func(int) []string { return nil })
 	cfg := filepath.Join(tmp, "conf.yaml")
@@ -152,6 +155,7 @@ func TestReportWorkersSection(t *testing.T) {
 // state, machine, pid and dir, pages, requests and lease checks as the JSON
 // report has them, and the crawl's totals, without scrolling sideways.
 func TestBrowserWorkersReport(t *testing.T) {
+	t.Parallel() // its own generated site and Redis
 	b := needBrowser(t)
 	tmp := t.TempDir()
 	site := genSite(t, "127.0.0.39", 30, 0, func(int) []string { return nil })
@@ -222,6 +226,7 @@ func TestBrowserWorkersReport(t *testing.T) {
 // counts and the per-worker series a live worker shows, one per worker of
 // the report (checkServedMetrics).
 func TestServeSharedWorkerReport(t *testing.T) {
+	t.Parallel() // its own generated site and Redis
 	tmp := t.TempDir()
 	site := genSite(t, "127.0.0.43", 20, 0, func(int) []string { return nil })
 	cfg := filepath.Join(tmp, "conf.yaml")

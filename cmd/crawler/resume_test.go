@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 import (
@@ -25,21 +27,6 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/report"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
-
-// buildCrawler compiles this command into a temporary directory and returns
-// the binary's path.
-func buildCrawler(tb testing.TB) string {
-	tb.Helper()
-	if testing.Short() {
-		tb.Skip("builds the crawler binary")
-	}
-	bin := filepath.Join(tb.TempDir(), "crawler")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // exitOf runs bin with args and returns its exit code, stdout and stderr.
 func exitOf(tb testing.TB, bin string, args ...string) (int, string, string) {

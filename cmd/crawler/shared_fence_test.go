@@ -1,4 +1,4 @@
-//go:build linux
+//go:build e2e && linux
 
 package main
 
@@ -70,14 +70,11 @@ func stallSetup(t *testing.T) (bin string, srv *redistest.Server) {
 	if testing.Short() {
 		t.Skip("two crawls of real worker processes, each waiting out a lease")
 	}
-	bin = filepath.Join(t.TempDir(), "crawler")
-	if out, err := exec.Command("go", "build", "-tags", "horseshoe_testhooks", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin, redistest.Start(t, redistest.Options{})
+	return buildCrawler(t, "horseshoe_testhooks"), redistest.Start(t, redistest.Options{})
 }
 
 func fenceStallTest(t *testing.T, c stallCase) {
+	t.Parallel() // each stall has its own web and Redis, and waits out leases
 	bin, srv := stallSetup(t)
 	for _, check := range []bool{false, true} {
 		t.Run(fmt.Sprintf("check=%v", check), func(t *testing.T) {

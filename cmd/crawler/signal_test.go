@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 import (
@@ -14,7 +16,6 @@ import (
 	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/internal/hostile"
-	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
 	"github.com/horseshoe-crawler/horseshoe/report"
 )
 
@@ -27,33 +28,6 @@ func buildSignalCrawler(t *testing.T) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
-}
-
-func demoSeeds(t *testing.T, w *testweb.Web) []string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "demo", "SEEDS.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var seeds []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) == 2 {
-			seeds = append(seeds, w.URL(f[0], f[1]))
-		}
-	}
-	return seeds
-}
-
-// startDemo serves the demo web on loopback for the test and returns it with
-// its seeds.
-func startDemo(t *testing.T) (*testweb.Web, []string) {
-	t.Helper()
-	w, err := testweb.Start(filepath.Join("..", "..", "testdata", "demo"), testweb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
-	return w, demoSeeds(t, w)
 }
 
 // crawledDemo crawls the demo web once with bin and returns the data dir.

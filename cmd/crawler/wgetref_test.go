@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 import (
@@ -163,7 +165,7 @@ func wgetPath(t *testing.T) string {
 	t.Helper()
 	bin, err := exec.LookPath("wget")
 	if err != nil {
-		testtools.Missing(t, "wget (Debian package wget) is not installed: %v", err)
+		testtools.Require(t, false, "wget ("+err.Error()+")", "apt-get install wget (or make test-deps)")
 	}
 	return bin
 }

@@ -1,7 +1,6 @@
 package dedupeval
 
 import (
-	"errors"
 	"math/rand/v2"
 	"net/url"
 	"os"
@@ -92,13 +91,7 @@ func TestEvalSynthetic(t *testing.T) {
 // skips without the corpus, except under CI, which must have it.
 func corpusDir(tb testing.TB) string {
 	tb.Helper()
-	root, _, err := testweb.Corpus()
-	if errors.Is(err, testweb.ErrNoCorpus) && os.Getenv("CI") == "" {
-		tb.Skipf("real corpus not available: %v", err)
-	}
-	if err != nil {
-		tb.Fatal(err)
-	}
+	root, _ := testweb.NeedCorpus(tb)
 	return root
 }
 

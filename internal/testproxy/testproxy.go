@@ -67,7 +67,7 @@ func Tinyproxy(tb testing.TB, o TinyOptions) *Proxy {
 	tb.Helper()
 	bin, err := exec.LookPath("tinyproxy")
 	if err != nil {
-		testtools.Missing(tb, "tinyproxy (Debian package tinyproxy): %v", err)
+		testtools.Require(tb, false, "tinyproxy ("+err.Error()+")", "apt-get install tinyproxy-bin (or make test-deps)")
 	}
 	dir := tb.TempDir()
 	port := freePort(tb)
@@ -97,7 +97,7 @@ func Microsocks(tb testing.TB, user, password, bind string) *Proxy {
 	tb.Helper()
 	bin, err := exec.LookPath("microsocks")
 	if err != nil {
-		testtools.Missing(tb, "microsocks (Debian package microsocks): %v", err)
+		testtools.Require(tb, false, "microsocks ("+err.Error()+")", "apt-get install microsocks (or make test-deps)")
 	}
 	port := freePort(tb)
 	p := &Proxy{URL: &url.URL{Scheme: "socks5", Host: "127.0.0.1:" + strconv.Itoa(port)}, out: &lockedBuffer{}}

@@ -15,7 +15,7 @@ func Readability(tb testing.TB) string {
 	dir := Installed(tb, "HORSESHOE_READABILITY", "install-readability-deps.sh")
 	for _, pkg := range []string{"@mozilla/readability", "jsdom"} {
 		if _, err := os.Stat(filepath.Join(dir, pkg, "package.json")); err != nil {
-			Missing(tb, "%s in %q: %v", pkg, dir, err)
+			Require(tb, false, pkg+" ("+err.Error()+")", "bash scripts/install-readability-deps.sh (or make test-deps), or set HORSESHOE_READABILITY")
 		}
 	}
 	return dir

@@ -8,6 +8,7 @@ package testtools
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,21 +17,32 @@ import (
 	"time"
 )
 
-// Missing skips tb, or fails it when CI is set.
-func Missing(tb testing.TB, format string, a ...any) {
+// Require does nothing when ok. Otherwise it fails tb under CI (CI=true, as
+// .ci/run sets it: CI has every tool and the corpus), and skips it elsewhere,
+// with one line: what is missing and how to get it.
+//
+//	testtools.Require(t, err == nil, "wget: "+err.Error(), "apt-get install wget (or make test-deps)")
+func Require(tb testing.TB, ok bool, what, how string) {
 	tb.Helper()
-	if os.Getenv("CI") != "" {
-		tb.Fatalf("CI must have this tool: "+format, a...)
+	if ok {
+		return
 	}
-	tb.Skipf("skipped, a tool is missing: "+format, a...)
+	if CI() {
+		tb.Fatalf("CI must have this: %s; get it: %s", what, how)
+	}
+	tb.Skipf("missing %s; get it: %s", what, how)
 }
+
+// CI reports whether the tests run under CI (the environment variable CI is
+// "true"), where a missing tool or corpus is a failure, not a skip.
+func CI() bool { return os.Getenv("CI") == "true" }
 
 // Node returns the path of node.
 func Node(tb testing.TB) string {
 	tb.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
-		Missing(tb, "node is not installed: %v", err)
+		Require(tb, false, "node ("+err.Error()+")", "apt-get install nodejs npm (or make test-deps)")
 	}
 	return node
 }
@@ -54,7 +66,7 @@ func Installed(tb testing.TB, env, script string) string {
 	cmd := exec.CommandContext(ctx, "bash", path)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		Missing(tb, "%s failed (%v); set %s instead:\n%s", path, err, env, stderr.String())
+		Require(tb, false, fmt.Sprintf("%s (%s failed: %v: %s)", env, path, err, lastLine(stderr.String())), "bash "+filepath.Join("scripts", script)+" (needs npm and the network), or set "+env)
 	}
 	out := strings.TrimSpace(stdout.String())
 	if i := strings.LastIndexByte(out, '\n'); i >= 0 {
@@ -70,9 +82,18 @@ func Warcio(tb testing.TB) string {
 	Node(tb)
 	bin := Installed(tb, "HORSESHOE_WARCIO", "install-test-deps.sh")
 	if _, err := os.Stat(bin); err != nil {
-		Missing(tb, "warcio at %q: %v", bin, err)
+		Require(tb, false, "warcio ("+err.Error()+")", "bash scripts/install-test-deps.sh (or make test-deps), or set HORSESHOE_WARCIO")
 	}
 	return bin
+}
+
+// lastLine returns the last non-empty line of s.
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
 }
 
 // repoRoot walks up from the working directory to the directory of go.mod.

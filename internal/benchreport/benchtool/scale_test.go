@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 import (
@@ -22,11 +24,11 @@ import (
 // (across two workers too), and the section of the document is rewritten.
 func TestScaleSmoke(t *testing.T) {
 	if _, err := scaleweb.NginxBinary(); err != nil {
-		testtools.Missing(t, "%v", err)
+		testtools.Require(t, false, "nginx ("+err.Error()+")", "apt-get install nginx-light (or make test-deps)")
 	}
 	for _, tool := range []string{"redis-server", "taskset"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			testtools.Missing(t, "%s is not installed: %v", tool, err)
+			testtools.Require(t, false, tool+" ("+err.Error()+")", "apt-get install redis-server util-linux (or make test-deps)")
 		}
 	}
 	dir := t.TempDir()

@@ -65,7 +65,7 @@ func Start(tb testing.TB, o Options) *Server {
 	tb.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		testtools.Missing(tb, "redis-server is not installed (Debian: apt-get install redis-server): %v", err)
+		testtools.Require(tb, false, "redis-server ("+err.Error()+")", "apt-get install redis-server (or make test-deps)")
 	}
 	dir := tb.TempDir()
 	s := &Server{Dir: dir, tb: tb, bin: bin}
@@ -280,7 +280,7 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 	tb.Helper()
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {
-		testtools.Missing(tb, "redis-cli is not installed (Debian: apt-get install redis-tools): %v", err)
+		testtools.Require(tb, false, "redis-cli ("+err.Error()+")", "apt-get install redis-tools (or make test-deps)")
 	}
 	cl := &Cluster{}
 	var addrs []string
