@@ -22,12 +22,7 @@ import (
 // buildSignalCrawler builds the crawler binary once per test.
 func buildSignalCrawler(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "crawler")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return buildCrawler(t)
 }
 
 // crawledDemo crawls the demo web once with bin and returns the data dir.
