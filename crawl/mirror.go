@@ -315,8 +315,10 @@ func (m *mirrorRules) linkEvidence(ct *commitTx, p *storage.Page, links []string
 // that were fetched before, and notes the decisions made or withdrawn.
 func (m *mirrorRules) compare(ct *commitTx, p *storage.Page, doc *parse.Document) error {
 	cps := m.det.Counterparts(p.URL)
+	proposed := ""
 	if pc := ct.proposed; pc != nil && !slices.ContainsFunc(cps, func(c mirror.Counterpart) bool { return c.Key == pc.Key }) {
 		cps = append(cps, *pc)
+		proposed = pc.Key
 	}
 	for _, cp := range cps {
 		id, seen, err := ct.tx.SeenID(cp.URL)
@@ -350,6 +352,7 @@ func (m *mirrorRules) compare(ct *commitTx, p *storage.Page, doc *parse.Document
 		}
 		c.Verify = p.Verify || rec.Verify
 		c.OrigWords = originalWords(cp.Side, p, rec)
+		c.Proposed = cp.Key == proposed // counts only if this pair makes the candidate
 		m.evidence(ct, mirrorEvidence{Compared: []mirrorComparison{c}})
 		if err := m.saveCandidate(ct.tx, cp.Key); err != nil {
 			return err

@@ -80,6 +80,21 @@ type mirrorProposal struct {
 // hold. Identical pairs count a difference of 0; measured ones their
 // difference (Size shingles; the shingles themselves while the candidate
 // tracks them, mirror.Detector.Tracking).
+//
+// Proposed marks a comparison made only because the page's own pair
+// proposed the candidate, which the committing worker's detector did not
+// hold yet (commitTx.proposed): it counts only when that proposal is the one
+// that makes the candidate (apply). The pages compared under a candidate
+// must be chosen without regard to how they compare: in one process, every
+// page whose counterpart was fetched once the candidate exists, the
+// proposing pair that makes it included. A worker's detector learns of a
+// candidate through the log, a little after it is proposed; until then the
+// worker compares a page under it only when the page proposes it, that is
+// when the duplicate index called the two pages duplicates: a match by
+// construction. Counted, those comparisons were a sample of matches only,
+// and a burst of them (a worker behind on the log while pages of another
+// release were recorded as duplicates of the candidate's other side)
+// decided two releases of git a mirror in ten matches.
 type mirrorComparison struct {
 	Key       string   `json:"k"`
 	Match     bool     `json:"m,omitempty"`
@@ -87,6 +102,7 @@ type mirrorComparison struct {
 	Lost      bool     `json:"l,omitempty"`
 	Identical bool     `json:"i,omitempty"`
 	Measured  bool     `json:"x,omitempty"`
+	Proposed  bool     `json:"p,omitempty"`
 	Size      int      `json:"n,omitempty"`
 	OrigWords int      `json:"w,omitempty"` // words of the page on the original's side (mirror.Detector.Prior)
 	Diff      []uint64 `json:"-"`
@@ -110,10 +126,27 @@ type mirrorChange struct {
 // pieces, and returns the changes of decision.
 func (m *mirrorRules) apply(ev *mirrorEvidence) []mirrorChange {
 	var out []mirrorChange
+	// The candidates of the Proposed comparisons the detector holds before
+	// this entry: those comparisons do not count (mirrorComparison).
+	var held map[string]bool
+	for _, c := range ev.Compared {
+		if !c.Proposed {
+			continue
+		}
+		if _, ok := m.det.Candidate(c.Key); ok {
+			if held == nil {
+				held = map[string]bool{}
+			}
+			held[c.Key] = true
+		}
+	}
 	if p := ev.Propose; p != nil {
 		m.det.ProposeLinks(p.Copy, p.Orig, p.Links, p.Matched)
 	}
 	for _, c := range ev.Compared {
+		if c.Proposed && held[c.Key] {
+			continue
+		}
 		switch {
 		case c.Identical:
 			m.det.Identical(c.Key)
