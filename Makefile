@@ -14,7 +14,7 @@ E2E_PKGS  := $(sort $(patsubst %/,./%,$(dir $(shell grep -rlE --include='*_test.
 TEST_DEPS ?= $(or $(HORSESHOE_TEST_DEPS),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/horseshoe)
 WITH_TEST_ENV = if [ -f "$(TEST_DEPS)/test-env.sh" ]; then . "$(TEST_DEPS)/test-env.sh"; fi;
 
-.PHONY: all build test test-deps test-fast test-race test-e2e flake check bench bench-scale bench-smoke cross demo fuzz fmt vet staticcheck clean
+.PHONY: all build test test-deps test-fast test-fast-others fuzz-smoke test-race test-e2e flake check bench bench-scale bench-smoke cross demo fuzz fmt vet staticcheck clean
 
 all: build
 
@@ -22,21 +22,16 @@ build:
 	$(GO) build -o $(BIN)/crawler ./cmd/crawler
 
 # The whole suite, on a fresh machine too: installs what the tests need
-# (scripts/test-deps.sh), static checks, the fast tier plain and under the
-# race detector, the end-to-end tier (the crawler binary, the real corpus in
-# ../shared/corpus, Redis, wget, node, Chromium, proxies), a smoke run of
-# every benchmark, other platforms, and every fuzz target for 3 s.
+# (scripts/test-deps.sh), then runs two chains side by side
+# (scripts/test-all.sh): the checks (vet, gofmt, staticcheck, the fast tier
+# of the packages the end-to-end tier leaves out, the fast tier under the
+# race detector, other platforms, every fuzz target for 3 s) and the
+# end-to-end tier (the crawler binary, the real corpus in ../shared/corpus,
+# Redis, wget, node, Chromium, proxies; every test of its packages) with a
+# smoke run of every benchmark. It ends with each step's wall and CPU time.
 test:
 	$(MAKE) test-deps
-	$(MAKE) vet
-	$(MAKE) fmt
-	$(MAKE) test-fast
-	$(MAKE) test-race
-	$(MAKE) staticcheck
-	$(MAKE) test-e2e
-	$(MAKE) bench-smoke
-	$(MAKE) cross
-	bash scripts/fuzz-smoke.sh
+	@E2E_PKGS="$(E2E_PKGS)" MAKE="$(MAKE)" bash scripts/test-all.sh
 
 # Debian packages (apt-get as root, else the line to run) and npm helpers.
 test-deps:
@@ -46,6 +41,11 @@ test-deps:
 # crawls of small loopback webs.
 test-fast:
 	$(GO) test -short -count=1 -timeout 10m $(PKGS)
+
+# The fast tier of the packages the end-to-end tier does not run: `make
+# test` runs the others' tests there, without -short.
+test-fast-others:
+	$(GO) test -short -count=1 -timeout 10m $$($(GO) list $(PKGS) | grep -vxF "$$($(GO) list $(E2E_PKGS))")
 
 test-race:
 	$(GO) test -race -short -count=1 -timeout 20m $(PKGS)
@@ -59,6 +59,9 @@ test-e2e:
 # its last lines and its replay command.
 flake:
 	@$(WITH_TEST_ENV) GO="$(GO)" bash scripts/flake.sh $(N) $(E2E_PKGS)
+
+fuzz-smoke:
+	bash scripts/fuzz-smoke.sh
 
 bench-smoke:
 	$(GO) test -tags e2e -count=1 -run '^$$' -bench . -benchtime 1x $(PKGS)
@@ -77,8 +80,9 @@ check: fmt vet staticcheck test-race
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# No file is built only without the e2e tag, so vet with it covers every file
+# vet without it would.
 vet:
-	$(GO) vet $(PKGS)
 	$(GO) vet -tags e2e $(PKGS)
 
 staticcheck:

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# test-all.sh is `make test` after test-deps: the whole suite as two chains
+# of make targets run side by side, each line of output prefixed with its
+# chain, and a table of each step's wall time and CPU time at the end.
+#
+#   checks: vet, fmt, staticcheck, the fast tier of the packages the
+#           end-to-end tier does not run (test-fast-others), the fast tier
+#           under the race detector, other platforms, 3 s of every fuzz
+#           target: CPU-bound work.
+#   e2e:    the end-to-end tier, then a smoke run of every benchmark: much of
+#           it waits (on politeness delays, leases, killed and restarted
+#           processes, Redis, Chromium), and the checks fill that time.
+#
+# Each chain stops at its first failing step; the script waits for both and
+# exits 1 if either failed, naming the step. Nothing here decides what a test
+# asserts, only when it runs: every test runs exactly as `make <target>` runs
+# it alone.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+MAKE="${MAKE:-make}"
+exec 3>&1
+dir="$(mktemp -d /tmp/horseshoe-test-XXXXXX)"
+
+# step CHAIN TARGET: runs `make TARGET`, output prefixed with CHAIN; appends
+# "TARGET real user sys status" to $dir/CHAIN.times.
+step() {
+	local chain=$1 target=$2 start end out user sys status
+	start=$(date +%s.%N)
+	# The subshell waits for the step, so its cutime and cstime (fields 16
+	# and 17 of /proc/PID/stat, in clock ticks) are the step's CPU time; it
+	# prints them with the step's exit status as its one line on stdout, the
+	# step's own output going to fd 3 (this script's stdout, below).
+	out=$( (
+		"$MAKE" --no-print-directory "$target" 2>&1 | sed -u "s/^/[$chain] /" >&3
+		s=${PIPESTATUS[0]}
+		read -r -a f <"/proc/$BASHPID/stat" 2>/dev/null || f=()
+		echo "${f[15]:-0} ${f[16]:-0} $s"
+	))
+	end=$(date +%s.%N)
+	read -r user sys status <<<"$out"
+	echo "$target $(awk -v a="$start" -v b="$end" 'BEGIN{printf "%.0f", b-a}') $user $sys $status" >>"$dir/$chain.times"
+	return "$status"
+}
+
+chain() {
+	local name=$1
+	shift
+	for t in "$@"; do
+		if ! step "$name" "$t"; then
+			echo "[$name] FAILED: make $t" >&2
+			return 1
+		fi
+	done
+}
+
+start=$(date +%s)
+chain checks vet fmt staticcheck test-fast-others test-race cross fuzz-smoke &
+checks=$!
+chain e2e test-e2e bench-smoke &
+e2e=$!
+fail=0
+wait "$checks" || fail=1
+wait "$e2e" || fail=1
+
+tick=$(getconf CLK_TCK 2>/dev/null || echo 100)
+echo
+echo "step                 wall s    CPU s   (make test: $(($(date +%s) - start)) s after test-deps)"
+for c in checks e2e; do
+	[ -f "$dir/$c.times" ] || continue
+	while read -r target wall user sys status; do
+		printf '%-20s %6s %8.0f   %s%s\n' "$target" "$wall" "$(awk -v u="$user" -v s="$sys" -v t="$tick" 'BEGIN{print (u+s)/t}')" "$c" "$([ "$status" = 0 ] || echo ", FAILED")"
+	done <"$dir/$c.times"
+done
+rm -rf "$dir"
+exit "$fail"
