@@ -107,6 +107,7 @@ func TestMirrorsWhicheverHostFirst(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crawls the real corpus five times")
 	}
+	t.Parallel() // its own corpus webs
 	root := corpusRoot(t)
 	w, err := testweb.Start(root, testweb.Options{})
 	if err != nil {

@@ -94,6 +94,7 @@ func requestCounts(reqs []testweb.Request) map[string]int {
 // Class counts are not compared: which copy of a pair is fetched first, and
 // so when a mirror is decided, moves them between two correct crawls.
 func TestCrashSafeResume(t *testing.T) {
+	t.Parallel() // its own corpus web; kill moments from its seed
 	root, manifest, err := testweb.Corpus()
 	if errors.Is(err, testweb.ErrNoCorpus) {
 		if os.Getenv("CI") == "true" {

@@ -103,6 +103,7 @@ func runSharedWorkers(t *testing.T, srv *redistest.Server, tmp, prefix, name, cf
 // drained into records besides), the dead host is given up once in
 // the merged report, and a worker that joins afterwards fetches nothing.
 func TestSharedCrawlBudgetAndGiveUp(t *testing.T) {
+	t.Parallel() // its own sites and Redis
 	tmp := t.TempDir()
 	dead := deadBase(t, "127.0.0.37")
 	site := genSite(t, "127.0.0.36", 80, 0, func(i int) []string { return []string{fmt.Sprintf("%s/d/%d", dead, i)} })

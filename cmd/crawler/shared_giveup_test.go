@@ -23,6 +23,7 @@ import (
 // of it once, in that class, and Redis holds none of them afterwards (no
 // queue, no host set names it, nothing in flight).
 func TestSharedGiveUpDrainsQueue(t *testing.T) {
+	t.Parallel() // its own sites and Redis
 	tmp := t.TempDir()
 	dead := deadBase(t, "127.0.0.41")
 	site := genSite(t, "127.0.0.40", 30, 0, func(i int) []string { return []string{fmt.Sprintf("%s/d/%d", dead, i)} })

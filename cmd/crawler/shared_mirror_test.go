@@ -275,6 +275,7 @@ func TestSharedMirrorThreeWorkers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crawls a 600-page generated web twice")
 	}
+	t.Parallel() // its own generated web and Redis
 	mw := startMirrorWeb(t, variantweb.FamilyNav, true)
 	tmp := t.TempDir()
 	single := filepath.Join(tmp, "single")
@@ -455,6 +456,7 @@ func TestSharedMirrorHandover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crawls a 600-page generated web")
 	}
+	t.Parallel() // its own generated web and Redis
 	mw := startMirrorWeb(t, variantweb.FamilyNav, true)
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	tmp := t.TempDir()
@@ -605,6 +607,7 @@ func TestSharedCrawlMirrorsCorpus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crawls the corpus subset twice")
 	}
+	t.Parallel() // its own corpus web and Redis
 	web, seeds := sharedWeb(t, sharedSubset)
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	tmp := t.TempDir()

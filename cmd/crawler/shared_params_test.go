@@ -57,6 +57,7 @@ func sessionSite(t *testing.T, ip string) string {
 // linked from a page fetched more than a second after the rule was decided
 // (by either worker) is fetched, and the merged report names the rule once.
 func TestSharedCrawlParamRule(t *testing.T) {
+	t.Parallel() // its own sites and Redis
 	tmp := t.TempDir()
 	shop := sessionSite(t, "127.0.0.38")
 	seeds := []string{shop + "/p?visit=seed"}

@@ -192,6 +192,7 @@ func checkRequests(t *testing.T, reqs []testweb.Request) (robots int) {
 // merged report's classes agree with the single crawl's where the order of
 // the fetches cannot move them (compareClasses).
 func TestSharedCrawlThreeWorkers(t *testing.T) {
+	t.Parallel() // its own corpus web and Redis
 	web, seeds := sharedWeb(t, nil)
 	srv := redistest.Start(t, redistest.Options{})
 	tmp := t.TempDir()
@@ -262,6 +263,7 @@ func TestSharedCrawlKilledWorker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crawls the corpus subset twice")
 	}
+	t.Parallel() // its own corpus web and Redis
 	killedWorkerCrawl(t, redistest.Start(t, redistest.Options{}).URL())
 }
 
@@ -316,7 +318,7 @@ func killedWorkerCrawl(t *testing.T, redisURL string) {
 			if err != nil {
 				t.Fatalf("worker: %v\nb:\n%s\nc:\n%s", err, logB, logC)
 			}
-		case <-time.After(4 * time.Minute):
+		case <-time.After(10 * time.Minute): // a hang: the crawl takes under 3 minutes alone
 			b.Process.Kill()
 			c.Process.Kill()
 			t.Fatalf("workers did not finish\nb:\n%s\nc:\n%s", logB, logC)
@@ -404,6 +406,7 @@ func logRedisCost(t *testing.T, srv *redistest.Server, pages int) {
 // --redis-ca) and crawls; the password never shows in its output; without
 // --redis-ca the certificate is refused with a clear error.
 func TestSharedCrawlPasswordTLS(t *testing.T) {
+	t.Parallel() // its own corpus web and Redis
 	root := corpusRoot(t)
 	web, err := testweb.Start(root, testweb.Options{})
 	if err != nil {

@@ -159,6 +159,7 @@ func TestSharedCrawlWorkersView(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three workers on the corpus")
 	}
+	t.Parallel() // its own corpus web and Redis
 	root := corpusRoot(t)
 	_, manifest, err := testweb.Corpus()
 	if err != nil {

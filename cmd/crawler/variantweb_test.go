@@ -73,6 +73,7 @@ func TestVariantMirrorProperties(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crawls 26 variant webs")
 	}
+	t.Parallel() // its own variant webs
 	root := corpusRoot(t)
 	variantSiteOnce.Do(func() {
 		variantSite, variantSiteErr = variantweb.Load(root, variantHost, variantPrefix, 0)
