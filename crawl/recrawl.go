@@ -240,9 +240,20 @@ type conditionalFetcher interface {
 // is a revisit and the fetcher can.
 func (e *Engine) fetchVersion(ctx context.Context, rawURL string, prev *storage.Page) (*fetch.Result, error) {
 	if cf, ok := e.f.(conditionalFetcher); ok && prev != nil {
-		return cf.FetchIf(ctx, rawURL, fetch.Validators{ETag: prev.ETag, LastModified: prev.LastModified})
+		return cf.FetchIf(ctx, rawURL, storedValidators(prev))
 	}
 	return e.f.Fetch(ctx, rawURL)
+}
+
+// storedValidators are the validators of a stored version, received with
+// it or with the latest revisit that found it unchanged (which stores the
+// server's new ones).
+func storedValidators(p *storage.Page) fetch.Validators {
+	v := fetch.Validators{ETag: p.ETag, LastModified: p.LastModified, Received: p.FetchedAt}
+	if p.Revisit != nil && p.Revisit.FetchedAt.After(v.Received) {
+		v.Received = p.Revisit.FetchedAt
+	}
+	return v
 }
 
 // versionComparer classes a new version against the previous one
@@ -259,10 +270,18 @@ type revisitResult struct {
 	doc   *parse.Document
 	sig   *dedup.Signature
 	links []string
+	// location is the Location header of a page that now redirects: its
+	// target is queued as a redirect of the crawl is (Engine.redirect).
+	location string
 }
 
-// revisit classes a fetched revisit against the stored version.
-func (e *Engine) revisit(a attempt) *revisitResult {
+// revisit classes a fetched revisit of item it against the stored version.
+// A 304 is unchanged only when the request was conditional: a server that
+// answers 304 to a request without validators cannot know the version we
+// hold, and the visit fails. A 404 or 410 is gone, a redirect moved (its
+// target is queued by recordRevisit); both keep the stored version as the
+// last one the URL served.
+func (e *Engine) revisit(it *frontier.Item, a attempt) *revisitResult {
 	prev := a.revisit
 	rec := *prev
 	rv := storage.Revisit{Round: e.rc.round, FetchedAt: time.Now().UTC()}
@@ -281,13 +300,20 @@ func (e *Engine) revisit(a attempt) *revisitResult {
 		if a.err != nil {
 			rv.Error = a.err.Error()
 		}
+	case res.Status == http.StatusNotModified && !rv.Conditional:
+		rv.Change, rv.Error = storage.ChangeFailed, "HTTP 304 Not Modified to a request without validators"
 	case res.Status == http.StatusNotModified:
 		rv.Change, rv.Similarity = dedup.ChangeNone.String(), 1
 		rv.Profile, rv.Request, rv.Response = storage.ProfileNotModified, res.WireRequest(), wireHeader(res)
 	case res.Status == http.StatusNotFound || res.Status == http.StatusGone:
-		rv.Change = dedup.ChangeGone.String()
+		rv.Change = storage.ChangeGone
 	case res.Status >= 300 && res.Status < 400:
-		rv.Change, rv.Error = dedup.ChangeReal.String(), "now redirects to "+res.Header.Get("Location")
+		if cu, _, ok := e.redirectTarget(it, res.Header.Get("Location")); ok {
+			rv.Change, rv.Location = storage.ChangeMoved, cu
+			out.location = res.Header.Get("Location")
+		} else {
+			rv.Change, rv.Error = storage.ChangeFailed, fmt.Sprintf("HTTP %d without a usable Location", res.Status)
+		}
 	case res.Status < 200 || res.Status >= 300:
 		rv.Change, rv.Error = storage.ChangeFailed, fmt.Sprintf("HTTP %d", res.Status)
 	default:
@@ -307,7 +333,7 @@ func (e *Engine) revisit(a attempt) *revisitResult {
 	if rv.Change != storage.ChangeFailed {
 		rv.Visits++
 	}
-	if rv.Change == dedup.ChangeReal.String() {
+	if rv.Change == dedup.ChangeReal.String() || rv.Change == storage.ChangeMoved {
 		rv.Changes++
 	}
 	rec.Revisit = &rv
@@ -384,7 +410,7 @@ func (e *Engine) commitRevisit(it *frontier.Item, a attempt) {
 	if a.release.Requested {
 		e.pages.Add(1)
 	}
-	r := e.revisit(a)
+	r := e.revisit(it, a)
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
 	if e.fatal() != nil {
@@ -392,7 +418,7 @@ func (e *Engine) commitRevisit(it *frontier.Item, a attempt) {
 	}
 	var pushed []frontier.Item
 	err := e.st.Update(e.sctx, func(tx Tx) error {
-		items, err := e.recordRevisit(tx, r)
+		items, err := e.recordRevisit(tx, it, r)
 		if err != nil {
 			return err
 		}
@@ -441,10 +467,26 @@ func (e *Engine) giveUpRevisit(it *frontier.Item, reason string) bool {
 }
 
 // recordRevisit writes a revisit's record and new version, and queues the
-// new version's links.
-func (e *Engine) recordRevisit(tx Tx, r *revisitResult) ([]frontier.Item, error) {
+// new version's links, or the target of a page that now redirects (under the
+// rules of any redirect: scope, depth, fetch.max_redirects, the seen-set; a
+// target already known is not queued again, a page of the earlier crawl being
+// revisited on its own).
+func (e *Engine) recordRevisit(tx Tx, it *frontier.Item, r *revisitResult) ([]frontier.Item, error) {
 	p := r.rec
 	var items []frontier.Item
+	if r.location != "" {
+		hop := storage.Page{Status: p.Revisit.Status} // redirect marks a chain too long on it
+		item, ok, err := e.redirect(tx, it, &hop, r.location)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			items = append(items, item)
+		}
+		if hop.Error != "" {
+			p.Revisit.Error = hop.Error
+		}
+	}
 	if r.res != nil {
 		p.HasRaw = false
 		if e.o.KeepRaw && len(r.res.RawBody) > 0 {
