@@ -307,10 +307,12 @@ func (e *Engine) revisit(it *frontier.Item, a attempt) *revisitResult {
 		rv.Profile, rv.Request, rv.Response = storage.ProfileNotModified, res.WireRequest(), wireHeader(res)
 	case res.Status == http.StatusNotFound || res.Status == http.StatusGone:
 		rv.Change = storage.ChangeGone
+		keepVisit(&rv, res)
 	case res.Status >= 300 && res.Status < 400:
 		if cu, _, ok := e.redirectTarget(it, res.Header.Get("Location")); ok {
 			rv.Change, rv.Location = storage.ChangeMoved, cu
 			out.location = res.Header.Get("Location")
+			keepVisit(&rv, res)
 		} else {
 			rv.Change, rv.Error = storage.ChangeFailed, fmt.Sprintf("HTTP %d without a usable Location", res.Status)
 		}
@@ -386,6 +388,20 @@ func (e *Engine) newVersion(a attempt, out *revisitResult, rv *storage.Revisit) 
 	}
 	d := vc.CompareVersions(e.det.Sign(before), e.det.Sign(cur), before, cur)
 	rv.Change, rv.Similarity, rv.Settled = d.Change.String(), d.Similarity, d.Settled
+}
+
+// maxVisitPayload bounds the payload of a gone or moved visit's response
+// kept in the page record (a 404 page or a redirect's note is small).
+const maxVisitPayload = 64 << 10
+
+// keepVisit keeps a gone or moved visit's exchange in its revisit, for the
+// WARC: the whole response, or its header alone when the payload is larger
+// than maxVisitPayload.
+func keepVisit(rv *storage.Revisit, res *fetch.Result) {
+	rv.Request, rv.Response = res.WireRequest(), res.WireResponse()
+	if len(res.RawBody) > maxVisitPayload {
+		rv.Response, rv.Truncated = wireHeader(res), true
+	}
 }
 
 // wireHeader is the response's status line and header, without payload:

@@ -3,6 +3,7 @@ package crawl_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/export"
 	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
 	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
+	"github.com/horseshoe-crawler/horseshoe/internal/warcread"
 	"github.com/horseshoe-crawler/horseshoe/report"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
@@ -27,7 +29,7 @@ import (
 // requested; a redirect loop ends on the seen-set. 404 and 410 are gone; a
 // 5xx failed. A moved or gone page keeps its stored version, and the JSONL
 // export flags it (gone, gone_status, moved_to) instead of passing it for a
-// live page. A 304 to a request without validators is a failed visit, not
+// live page; in the WARC its latest response is the 404, 410 or redirect. A 304 to a request without validators is a failed visit, not
 // unchanged, and a Last-Modified in the future is never sent back.
 func TestRecrawlTransitions(t *testing.T) {
 	root := t.TempDir()
@@ -82,6 +84,10 @@ func TestRecrawlTransitions(t *testing.T) {
 		{name: "loop", then: redirect(301, ip, "/t-loop.html"), change: report.ChangeMoved, movedTo: ip + "/t-loop.html", gone: 301},
 		{name: "404", then: status(404), change: report.ChangeGone, gone: 404},
 		{name: "410", then: status(410), change: report.ChangeGone, gone: 410},
+		{name: "404-large", then: func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(404)
+			w.Write(bytes.Repeat([]byte("not here "), 10000)) // 90 KB: the WARC keeps the header alone
+		}, change: report.ChangeGone, gone: 404},
 		{name: "500", then: status(500), change: report.ChangeFailed},
 		{name: "502", then: status(502), change: report.ChangeFailed},
 		{name: "304-unasked", first: file("p-304-unasked.html", ""), then: status(304), change: report.ChangeFailed},
@@ -180,6 +186,35 @@ func TestRecrawlTransitions(t *testing.T) {
 		}
 		exported[r.URL] = r
 	}
+	// The WARC: the latest response of each URL, by WARC-Date.
+	var warc bytes.Buffer
+	if _, err := export.WARC(&warc, db, export.WARCOptions{Software: "Horseshoe/test"}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := warcread.Read(&warc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type capture struct {
+		at        time.Time
+		status    string
+		truncated string
+	}
+	latest := map[string]capture{}
+	for _, r := range recs {
+		if r.Type() != "response" {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, r.Get("WARC-Date"))
+		head, _, herr := r.HTTPPayload()
+		if err != nil || herr != nil {
+			t.Fatalf("response record %v: %v %v", r.Header, err, herr)
+		}
+		status := strings.Fields(string(head))[1]
+		if u := r.Get("WARC-Target-URI"); !at.Before(latest[u].at) {
+			latest[u] = capture{at, status, r.Get("WARC-Truncated")}
+		}
+	}
 	hostPath := func(hp string) string {
 		h, p, _ := strings.Cut(hp, "/")
 		return web.URL(h, "/"+p)
@@ -213,6 +248,13 @@ func TestRecrawlTransitions(t *testing.T) {
 			if c.gone == 0 && (r.Gone || r.GoneStatus != 0 || r.MovedTo != "") || c.gone != 0 && (!r.Gone || r.GoneStatus != c.gone || r.MovedTo != movedTo || r.GoneAt.IsZero()) {
 				t.Errorf("export: gone %v status %d moved to %q since %v; want gone status %d (0: live) moved to %q",
 					r.Gone, r.GoneStatus, r.MovedTo, r.GoneAt, c.gone, movedTo)
+			}
+			want := "200"
+			if c.gone != 0 {
+				want = fmt.Sprint(c.gone)
+			}
+			if got := latest[u]; got.status != want || (got.truncated == "length") != (c.name == "404-large") {
+				t.Errorf("WARC: the latest response is %q (truncated %q), want %s", got.status, got.truncated, want)
 			}
 			if c.movedTo == "" {
 				return

@@ -47,6 +47,11 @@ type Revisit struct {
 	Profile  string `json:"profile,omitempty"`
 	Request  []byte `json:"request,omitempty"`
 	Response []byte `json:"response,omitempty"`
+	// A visit that found the page gone or moved keeps its request and
+	// whole response (the 404, 410 or redirect) in Request and Response,
+	// for the WARC; Truncated: Response holds the header alone, the payload
+	// being too large to keep in the record.
+	Truncated bool `json:"truncated,omitempty"`
 	// The previous version, when this visit stored a new one.
 	PrevSHA1      string    `json:"prev_sha1,omitempty"`
 	PrevFetchedAt time.Time `json:"prev_fetched_at,omitzero"`
