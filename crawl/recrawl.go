@@ -203,9 +203,10 @@ func (e *Engine) revisitOf(it *frontier.Item) *storage.Page {
 // robots.txt as for any URL (a refusal is a failed revisit: the stored
 // version stays), no mirror skip (the URL has its own stored version), then
 // the conditional request. A URL this round already visited (a queue entry
-// left twice) is not requested again.
+// left twice) is not requested again, unless this is its request at the URL
+// a redirect to itself named (FetchURL).
 func (e *Engine) attemptRevisit(ctx context.Context, it *frontier.Item, u *url.URL, prev *storage.Page) attempt {
-	if prev.Revisit != nil && prev.Revisit.Round == e.rc.round {
+	if prev.Revisit != nil && prev.Revisit.Round == e.rc.round && it.FetchURL == "" {
 		e.dropQueueEntry(it)
 		return attempt{settled: true}
 	}
@@ -309,12 +310,21 @@ func (e *Engine) revisit(it *frontier.Item, a attempt) *revisitResult {
 		rv.Change = storage.ChangeGone
 		keepVisit(&rv, res)
 	case res.Status >= 300 && res.Status < 400:
-		if cu, _, ok := e.redirectTarget(it, res.Header.Get("Location")); ok {
-			rv.Change, rv.Location = storage.ChangeMoved, cu
-			out.location = res.Header.Get("Location")
-			keepVisit(&rv, res)
-		} else {
+		loc := res.Header.Get("Location")
+		cu, _, ok := e.redirectTarget(it, loc)
+		switch {
+		case !ok:
 			rv.Change, rv.Error = storage.ChangeFailed, fmt.Sprintf("HTTP %d without a usable Location", res.Status)
+		case cu == it.URL:
+			// To itself but for session parameters: asked again at the
+			// URL as written (Engine.redirectToSelf), whose visit
+			// classes the page.
+			rv.Change, rv.Error = storage.ChangeFailed, fmt.Sprintf("HTTP %d to itself but for session parameters (%s)", res.Status, loc)
+			out.location = loc
+		default:
+			rv.Change, rv.Location = storage.ChangeMoved, cu
+			out.location = loc
+			keepVisit(&rv, res)
 		}
 	case res.Status < 200 || res.Status >= 300:
 		rv.Change, rv.Error = storage.ChangeFailed, fmt.Sprintf("HTTP %d", res.Status)

@@ -26,7 +26,8 @@ import (
 // crawl that now answers otherwise. A redirect (301, 302, 307, to the same
 // host or another one in scope) is moved: the record names the target, which
 // is fetched once as a new page; a target out of scope is named and not
-// requested; a redirect loop ends on the seen-set. 404 and 410 are gone; a
+// requested; a redirect loop ends on the seen-set; a redirect to itself but
+// for a session id is followed and classes the page. 404 and 410 are gone; a
 // 5xx failed. A moved or gone page keeps its stored version, and the JSONL
 // export flags it (gone, gone_status, moved_to) instead of passing it for a
 // live page; in the WARC its latest response is the 404, 410 or redirect. A 304 to a request without validators is a failed visit, not
@@ -66,6 +67,7 @@ func TestRecrawlTransitions(t *testing.T) {
 		}
 	}
 	const future = "Fri, 01 Jan 2100 00:00:00 GMT"
+	const session = "A1B2C3D4E5F6A7B8C9D0"
 	cases := []struct {
 		name    string
 		first   http.HandlerFunc // the page in the first crawl; nil: its file (ETag, Last-Modified)
@@ -82,6 +84,7 @@ func TestRecrawlTransitions(t *testing.T) {
 		{name: "other-host", then: redirect(301, other, "/t-other.html"), change: report.ChangeMoved, movedTo: other + "/t-other.html", fetched: true, gone: 301},
 		{name: "off-scope", then: redirect(301, off, "/t-off.html"), change: report.ChangeMoved, movedTo: off + "/t-off.html", gone: 301},
 		{name: "loop", then: redirect(301, ip, "/t-loop.html"), change: report.ChangeMoved, movedTo: ip + "/t-loop.html", gone: 301},
+		{name: "session", then: redirect(302, ip, "/p-session.html;jsessionid="+session), change: report.ChangeNone},
 		{name: "404", then: status(404), change: report.ChangeGone, gone: 404},
 		{name: "410", then: status(410), change: report.ChangeGone, gone: 410},
 		{name: "404-large", then: func(w http.ResponseWriter, r *http.Request) {
@@ -116,6 +119,9 @@ func TestRecrawlTransitions(t *testing.T) {
 		file("p-future-date.html", future)(w, r)
 	}
 	answers["then /t-loop.html"] = redirect(301, ip, "/p-loop.html")
+	// The session's page is served only under its session id, the same
+	// bytes as before.
+	answers["then /p-session.html;jsessionid="+session] = file("p-session.html", "")
 	s.write(t, "index.html", "The index.", "footer", names, t0)
 	for _, target := range []string{"t-301.html", "t-302.html", "t-307.html"} {
 		s.write(t, target, s.words(300), "footer", nil, t0)
@@ -237,6 +243,21 @@ func TestRecrawlTransitions(t *testing.T) {
 			rec := recordOf(t, db, u)
 			if rv := rec.Revisit; rec.Status != 200 || rec.Class != storage.ClassUnique || rv == nil || rv.Location != movedTo {
 				t.Errorf("record: status %d class %s revisit %+v; want the stored version kept, moved to %q", rec.Status, rec.Class, rv, movedTo)
+			}
+			// The URL's history: one visit that could tell, a change when
+			// it changed or moved.
+			visits, changes := 1, 0
+			switch c.change {
+			case report.ChangeFailed:
+				visits = 0
+			case report.ChangeReal, report.ChangeMoved:
+				changes = 1
+			}
+			if rv := rec.Revisit; rv == nil || rv.Visits != visits || rv.Changes != changes {
+				t.Errorf("history: revisit %v; want %d visits, %d changes", rv != nil, visits, changes)
+				if rv != nil {
+					t.Logf("%d visits, %d changes", rv.Visits, rv.Changes)
+				}
 			}
 			if text, err := db.Text(rec.ID); err != nil || len(strings.Fields(text)) < 300 {
 				t.Errorf("stored text lost: %v", err)
