@@ -115,12 +115,8 @@ func (e *Engine) requeueDependentAs(tx Tx, d storage.Dependent, verify bool) (fr
 // is not followed, and p is recorded as an error of class "redirect" naming
 // the chain's length and the target it refused.
 func (e *Engine) redirect(tx Tx, it *frontier.Item, p *storage.Page, location string) (frontier.Item, bool, error) {
-	if location == "" {
-		return frontier.Item{}, false, nil
-	}
-	base, _ := url.Parse(it.Target()) // Location is relative to the URL requested
-	cu, err := frontier.Canonicalize(location, base)
-	if err != nil {
+	cu, base, ok := e.redirectTarget(it, location)
+	if !ok {
 		return frontier.Item{}, false, nil
 	}
 	if it.Hops >= e.o.MaxRedirects {
@@ -129,7 +125,6 @@ func (e *Engine) redirect(tx Tx, it *frontier.Item, p *storage.Page, location st
 			it.Hops, e.o.MaxRedirects, p.Status, cu)
 		return frontier.Item{}, false, nil
 	}
-	cu = e.params.Canonical(cu)
 	if it.Depth > e.o.MaxDepth || !e.inScope(cu) {
 		return frontier.Item{}, false, nil
 	}
@@ -137,6 +132,20 @@ func (e *Engine) redirect(tx Tx, it *frontier.Item, p *storage.Page, location st
 		return e.redirectToSelf(tx, it, p, base, location)
 	}
 	return e.enqueueItem(tx, cu, it.Depth, it.URL, false, it.Hops+1)
+}
+
+// redirectTarget is the canonical URL that a 3xx response to item it names
+// in its Location header; false when there is none.
+func (e *Engine) redirectTarget(it *frontier.Item, location string) (cu string, base *url.URL, ok bool) {
+	if location == "" {
+		return "", nil, false
+	}
+	base, _ = url.Parse(it.Target()) // Location is relative to the URL requested
+	cu, err := frontier.Canonicalize(location, base)
+	if err != nil {
+		return "", nil, false
+	}
+	return e.params.Canonical(cu), base, true
 }
 
 // redirectToSelf handles a server that redirects the URL to itself but for

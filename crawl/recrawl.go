@@ -203,9 +203,10 @@ func (e *Engine) revisitOf(it *frontier.Item) *storage.Page {
 // robots.txt as for any URL (a refusal is a failed revisit: the stored
 // version stays), no mirror skip (the URL has its own stored version), then
 // the conditional request. A URL this round already visited (a queue entry
-// left twice) is not requested again.
+// left twice) is not requested again, unless this is its request at the URL
+// a redirect to itself named (FetchURL).
 func (e *Engine) attemptRevisit(ctx context.Context, it *frontier.Item, u *url.URL, prev *storage.Page) attempt {
-	if prev.Revisit != nil && prev.Revisit.Round == e.rc.round {
+	if prev.Revisit != nil && prev.Revisit.Round == e.rc.round && it.FetchURL == "" {
 		e.dropQueueEntry(it)
 		return attempt{settled: true}
 	}
@@ -240,9 +241,20 @@ type conditionalFetcher interface {
 // is a revisit and the fetcher can.
 func (e *Engine) fetchVersion(ctx context.Context, rawURL string, prev *storage.Page) (*fetch.Result, error) {
 	if cf, ok := e.f.(conditionalFetcher); ok && prev != nil {
-		return cf.FetchIf(ctx, rawURL, fetch.Validators{ETag: prev.ETag, LastModified: prev.LastModified})
+		return cf.FetchIf(ctx, rawURL, storedValidators(prev))
 	}
 	return e.f.Fetch(ctx, rawURL)
+}
+
+// storedValidators are the validators of a stored version, received with
+// it or with the latest revisit that found it unchanged (which stores the
+// server's new ones).
+func storedValidators(p *storage.Page) fetch.Validators {
+	v := fetch.Validators{ETag: p.ETag, LastModified: p.LastModified, Received: p.FetchedAt}
+	if p.Revisit != nil && p.Revisit.FetchedAt.After(v.Received) {
+		v.Received = p.Revisit.FetchedAt
+	}
+	return v
 }
 
 // versionComparer classes a new version against the previous one
@@ -259,10 +271,18 @@ type revisitResult struct {
 	doc   *parse.Document
 	sig   *dedup.Signature
 	links []string
+	// location is the Location header of a page that now redirects: its
+	// target is queued as a redirect of the crawl is (Engine.redirect).
+	location string
 }
 
-// revisit classes a fetched revisit against the stored version.
-func (e *Engine) revisit(a attempt) *revisitResult {
+// revisit classes a fetched revisit of item it against the stored version.
+// A 304 is unchanged only when the request was conditional: a server that
+// answers 304 to a request without validators cannot know the version we
+// hold, and the visit fails. A 404 or 410 is gone, a redirect moved (its
+// target is queued by recordRevisit); both keep the stored version as the
+// last one the URL served.
+func (e *Engine) revisit(it *frontier.Item, a attempt) *revisitResult {
 	prev := a.revisit
 	rec := *prev
 	rv := storage.Revisit{Round: e.rc.round, FetchedAt: time.Now().UTC()}
@@ -281,13 +301,31 @@ func (e *Engine) revisit(a attempt) *revisitResult {
 		if a.err != nil {
 			rv.Error = a.err.Error()
 		}
+	case res.Status == http.StatusNotModified && !rv.Conditional:
+		rv.Change, rv.Error = storage.ChangeFailed, "HTTP 304 Not Modified to a request without validators"
 	case res.Status == http.StatusNotModified:
 		rv.Change, rv.Similarity = dedup.ChangeNone.String(), 1
 		rv.Profile, rv.Request, rv.Response = storage.ProfileNotModified, res.WireRequest(), wireHeader(res)
 	case res.Status == http.StatusNotFound || res.Status == http.StatusGone:
-		rv.Change = dedup.ChangeGone.String()
+		rv.Change = storage.ChangeGone
+		keepVisit(&rv, res)
 	case res.Status >= 300 && res.Status < 400:
-		rv.Change, rv.Error = dedup.ChangeReal.String(), "now redirects to "+res.Header.Get("Location")
+		loc := res.Header.Get("Location")
+		cu, _, ok := e.redirectTarget(it, loc)
+		switch {
+		case !ok:
+			rv.Change, rv.Error = storage.ChangeFailed, fmt.Sprintf("HTTP %d without a usable Location", res.Status)
+		case cu == it.URL:
+			// To itself but for session parameters: asked again at the
+			// URL as written (Engine.redirectToSelf), whose visit
+			// classes the page.
+			rv.Change, rv.Error = storage.ChangeFailed, fmt.Sprintf("HTTP %d to itself but for session parameters (%s)", res.Status, loc)
+			out.location = loc
+		default:
+			rv.Change, rv.Location = storage.ChangeMoved, cu
+			out.location = loc
+			keepVisit(&rv, res)
+		}
 	case res.Status < 200 || res.Status >= 300:
 		rv.Change, rv.Error = storage.ChangeFailed, fmt.Sprintf("HTTP %d", res.Status)
 	default:
@@ -307,7 +345,7 @@ func (e *Engine) revisit(a attempt) *revisitResult {
 	if rv.Change != storage.ChangeFailed {
 		rv.Visits++
 	}
-	if rv.Change == dedup.ChangeReal.String() {
+	if rv.Change == dedup.ChangeReal.String() || rv.Change == storage.ChangeMoved {
 		rv.Changes++
 	}
 	rec.Revisit = &rv
@@ -362,6 +400,20 @@ func (e *Engine) newVersion(a attempt, out *revisitResult, rv *storage.Revisit) 
 	rv.Change, rv.Similarity, rv.Settled = d.Change.String(), d.Similarity, d.Settled
 }
 
+// maxVisitPayload bounds the payload of a gone or moved visit's response
+// kept in the page record (a 404 page or a redirect's note is small).
+const maxVisitPayload = 64 << 10
+
+// keepVisit keeps a gone or moved visit's exchange in its revisit, for the
+// WARC: the whole response, or its header alone when the payload is larger
+// than maxVisitPayload.
+func keepVisit(rv *storage.Revisit, res *fetch.Result) {
+	rv.Request, rv.Response = res.WireRequest(), res.WireResponse()
+	if len(res.RawBody) > maxVisitPayload {
+		rv.Response, rv.Truncated = wireHeader(res), true
+	}
+}
+
 // wireHeader is the response's status line and header, without payload:
 // the block of a revisit record.
 func wireHeader(res *fetch.Result) []byte {
@@ -384,7 +436,7 @@ func (e *Engine) commitRevisit(it *frontier.Item, a attempt) {
 	if a.release.Requested {
 		e.pages.Add(1)
 	}
-	r := e.revisit(a)
+	r := e.revisit(it, a)
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
 	if e.fatal() != nil {
@@ -392,7 +444,7 @@ func (e *Engine) commitRevisit(it *frontier.Item, a attempt) {
 	}
 	var pushed []frontier.Item
 	err := e.st.Update(e.sctx, func(tx Tx) error {
-		items, err := e.recordRevisit(tx, r)
+		items, err := e.recordRevisit(tx, it, r)
 		if err != nil {
 			return err
 		}
@@ -441,10 +493,26 @@ func (e *Engine) giveUpRevisit(it *frontier.Item, reason string) bool {
 }
 
 // recordRevisit writes a revisit's record and new version, and queues the
-// new version's links.
-func (e *Engine) recordRevisit(tx Tx, r *revisitResult) ([]frontier.Item, error) {
+// new version's links, or the target of a page that now redirects (under the
+// rules of any redirect: scope, depth, fetch.max_redirects, the seen-set; a
+// target already known is not queued again, a page of the earlier crawl being
+// revisited on its own).
+func (e *Engine) recordRevisit(tx Tx, it *frontier.Item, r *revisitResult) ([]frontier.Item, error) {
 	p := r.rec
 	var items []frontier.Item
+	if r.location != "" {
+		hop := storage.Page{Status: p.Revisit.Status} // redirect marks a chain too long on it
+		item, ok, err := e.redirect(tx, it, &hop, r.location)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			items = append(items, item)
+		}
+		if hop.Error != "" {
+			p.Revisit.Error = hop.Error
+		}
+	}
 	if r.res != nil {
 		p.HasRaw = false
 		if e.o.KeepRaw && len(r.res.RawBody) > 0 {

@@ -154,7 +154,7 @@ func TestRecrawlChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 		flat := strings.Join(strings.Fields(b.String()), " ")
-		for _, w := range []string{"CHANGES (recrawl 1", "unchanged 2, trivially_changed 2, changed 2, new 1, gone 1, failed 0",
+		for _, w := range []string{"CHANGES (recrawl 1", "unchanged 2, trivially_changed 2, changed 2, new 1, moved 0, gone 1, failed 0",
 			"7 conditional requests, 1 answered 304 Not Modified", "gone " + web.URL(ip, "/removed.html")} {
 			if !strings.Contains(flat, w) {
 				t.Errorf("text report lacks %q", w)

@@ -19,8 +19,9 @@ func reportChanges(db *storage.DB, d *report.Data) error {
 		ch.ByChange[c] = 0
 	}
 	type change struct {
-		class string
-		sim   float64
+		class   string
+		sim     float64
+		movedTo string
 	}
 	byURL := map[string]change{}
 	sitemaps := map[string]bool{} // read again by the recrawl: not pages
@@ -42,7 +43,11 @@ func reportChanges(db *storage.DB, d *report.Data) error {
 				ch.NotModified++
 			}
 		}
-		byURL[p.URL] = change{class, sim}
+		c := change{class: class, sim: sim}
+		if class == storage.ChangeMoved {
+			c.movedTo = p.Revisit.Location
+		}
+		byURL[p.URL] = c
 		return nil
 	})
 	if err != nil {
@@ -50,7 +55,7 @@ func reportChanges(db *storage.DB, d *report.Data) error {
 	}
 	for i := range d.Pages {
 		if c, ok := byURL[d.Pages[i].URL]; ok {
-			d.Pages[i].Change, d.Pages[i].ChangeSimilarity = c.class, c.sim
+			d.Pages[i].Change, d.Pages[i].ChangeSimilarity, d.Pages[i].MovedTo = c.class, c.sim, c.movedTo
 		}
 	}
 	d.Changes = ch

@@ -84,6 +84,14 @@ type Record struct {
 	// Damaged marks a page whose text could not be read back from a damaged
 	// store (storage.ErrDamaged): Text is empty, the rest is as recorded.
 	Damaged bool `json:"damaged,omitempty"`
+	// Gone marks a page that the latest recrawl found no longer served at
+	// its URL: 404 or 410, or a redirect to MovedTo. GoneStatus is that
+	// visit's status and GoneAt its date; Text and the rest are the last
+	// version the URL served, as fetched at FetchedAt.
+	Gone       bool      `json:"gone,omitempty"`
+	GoneStatus int       `json:"gone_status,omitempty"`
+	GoneAt     time.Time `json:"gone_at,omitzero"`
+	MovedTo    string    `json:"moved_to,omitempty"`
 }
 
 // JSONL writes one object per unique page, the representative of its
@@ -198,6 +206,9 @@ func record(p *storage.Page, text string) Record {
 	}
 	if p.Simhash != 0 {
 		r.Simhash = fmt.Sprintf("%016x", p.Simhash)
+	}
+	if rv := p.Revisit; rv.Gone() {
+		r.Gone, r.GoneStatus, r.GoneAt, r.MovedTo = true, rv.Status, rv.FetchedAt, rv.Location
 	}
 	r.Cluster = strconv.FormatUint(p.ID, 10) // JSONL sets the cluster's value
 	return r

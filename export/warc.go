@@ -152,7 +152,10 @@ func WARC(w io.Writer, st WARCStore, o WARCOptions) (records int, err error) {
 			if err := ww.capture(st, p, originals[p.ID]); err != nil {
 				return err
 			}
-			return ww.unchangedRevisit(p, originals[p.ID])
+			if err := ww.unchangedRevisit(p, originals[p.ID]); err != nil {
+				return err
+			}
+			return ww.goneVisit(p)
 		case storage.ClassExact, storage.ClassNear:
 			if !o.IncludeDuplicates {
 				return nil

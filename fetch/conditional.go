@@ -3,6 +3,7 @@ package fetch
 import (
 	"context"
 	"net/http"
+	"time"
 )
 
 // Validators are what a server said identifies the version of a page it sent
@@ -12,6 +13,9 @@ import (
 type Validators struct {
 	ETag         string // ETag response header, quotes and W/ prefix included; "" if none
 	LastModified string // Last-Modified response header (an HTTP-date); "" if none
+	// Received is when the response that gave them arrived; zero when
+	// unknown. A Last-Modified later than it (or than now) is not sent.
+	Received time.Time
 }
 
 // ValidatorsOf returns the validators of a response's header.
@@ -21,17 +25,32 @@ func ValidatorsOf(h http.Header) Validators {
 
 // set adds If-None-Match and If-Modified-Since to a request's header. Both
 // are sent when both are known: a server that understands If-None-Match
-// ignores If-Modified-Since (RFC 9110 section 13.1.3). A Last-Modified that is
-// not an HTTP-date is not sent, as the server would have to ignore it.
+// ignores If-Modified-Since (RFC 9110 section 13.1.3).
 func (v Validators) set(h http.Header) {
 	if v.ETag != "" {
 		h.Set("If-None-Match", v.ETag)
 	}
-	if v.LastModified != "" {
-		if _, err := http.ParseTime(v.LastModified); err == nil {
-			h.Set("If-Modified-Since", v.LastModified)
-		}
+	if v.usableLastModified() {
+		h.Set("If-Modified-Since", v.LastModified)
 	}
+}
+
+// usableLastModified reports whether LastModified can be sent. One that is
+// not an HTTP-date is not, as the server would have to ignore it. Nor is one
+// in the future, later than the response that gave it or than now: a server
+// must not send such a date (RFC 9110 section 8.8.2.1), and one that compares
+// it with a page's date answers 304 until that date has passed, whatever
+// changed.
+func (v Validators) usableLastModified() bool {
+	t, err := http.ParseTime(v.LastModified)
+	if err != nil {
+		return false
+	}
+	limit := time.Now()
+	if !v.Received.IsZero() && v.Received.Before(limit) {
+		limit = v.Received
+	}
+	return !t.After(limit)
 }
 
 // dropValidators removes the conditional headers from a redirected request.
@@ -42,11 +61,7 @@ func dropValidators(h http.Header) {
 
 // Empty reports whether there is nothing to make a request conditional on.
 func (v Validators) Empty() bool {
-	if v.ETag != "" {
-		return false
-	}
-	_, err := http.ParseTime(v.LastModified)
-	return err != nil
+	return v.ETag == "" && !v.usableLastModified()
 }
 
 // FetchIf is Fetch made conditional on v: a server whose page still matches v

@@ -5,14 +5,17 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestFetchIf: the validators of a stored response go out as If-None-Match
-// and If-Modified-Since; a server's 304 comes back as a result without a body;
-// a redirect does not carry them to another URL.
+// and If-Modified-Since (a Last-Modified in the future, or later than the
+// response that gave it, is not sent); a server's 304 comes back as a result
+// without a body; a redirect does not carry them to another URL.
 func TestFetchIf(t *testing.T) {
 	t.Parallel()
 	const lm = "Tue, 24 Nov 2026 10:00:00 GMT"
+	lmTime, _ := http.ParseTime(lm)
 	var mu sync.Mutex
 	var seen []http.Header
 	srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -56,6 +59,9 @@ func TestFetchIf(t *testing.T) {
 		{"stale etag", Validators{ETag: `"v0"`}, 200, `"v0"`, ""},
 		{"date that is not an HTTP-date is not sent", Validators{LastModified: "yesterday"}, 200, "", ""},
 		{"none", Validators{}, 200, "", ""},
+		{"date in the future is not sent", Validators{LastModified: "Fri, 01 Jan 2100 00:00:00 GMT"}, 200, "", ""},
+		{"date later than its response is not sent", Validators{LastModified: lm, Received: lmTime.Add(-time.Second)}, 200, "", ""},
+		{"date of its response is sent", Validators{LastModified: lm, Received: lmTime}, 304, "", lm},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mu.Lock()

@@ -14,13 +14,14 @@ const (
 	ChangeTrivial = "trivially_changed" // a near duplicate of the previous version (a date, a footer, a counter)
 	ChangeReal    = "changed"           // a real change
 	ChangeNew     = "new"               // found by the recrawl, not in the earlier crawl
+	ChangeMoved   = "moved"             // a redirect now: its target is fetched as a new page
 	ChangeGone    = "gone"              // 404 or 410 now
 	ChangeFailed  = "failed"            // the revisit could not tell (network error, 5xx): the stored version stays
 )
 
 // ChangeClasses returns the change classes in report order.
 func ChangeClasses() []string {
-	return []string{ChangeNone, ChangeTrivial, ChangeReal, ChangeNew, ChangeGone, ChangeFailed}
+	return []string{ChangeNone, ChangeTrivial, ChangeReal, ChangeNew, ChangeMoved, ChangeGone, ChangeFailed}
 }
 
 // Changes is the latest recrawl's summary: what became of the pages of the
@@ -28,7 +29,7 @@ func ChangeClasses() []string {
 type Changes struct {
 	Round   int       `json:"round"`   // 1 for the first recrawl
 	Started time.Time `json:"started"` // when it started
-	// ByChange counts pages per change class; all six are present.
+	// ByChange counts pages per change class; all seven are present.
 	ByChange map[string]int `json:"by_change"`
 	// Conditional counts revisits sent with a validator (If-None-Match or
 	// If-Modified-Since); NotModified those answered 304 without a body.
@@ -52,9 +53,9 @@ func (c *Changes) Rows() []ChangeRow {
 }
 
 // ChangedPages returns the pages of the latest recrawl that changed,
-// trivially or really, are new or gone, in that order and by URL.
+// trivially or really, are new, moved or gone, in that order and by URL.
 func (d *Data) ChangedPages() []Page {
-	rank := map[string]int{ChangeReal: 1, ChangeTrivial: 2, ChangeNew: 3, ChangeGone: 4}
+	rank := map[string]int{ChangeReal: 1, ChangeTrivial: 2, ChangeNew: 3, ChangeMoved: 4, ChangeGone: 5}
 	var out []Page
 	for _, p := range d.Pages {
 		if rank[p.Change] > 0 {
@@ -92,6 +93,10 @@ func (t *textWriter) changes(d *Data) {
 		if p.Change == ChangeTrivial || p.Change == ChangeReal {
 			sim = fmt.Sprintf(" %.3f", p.ChangeSimilarity)
 		}
-		t.line("  %-17s%s  %s", p.Change, sim, truncateMiddle(p.URL, TextWidth-2-17-len(sim)-2))
+		u := p.URL
+		if p.MovedTo != "" {
+			u += " -> " + p.MovedTo
+		}
+		t.line("  %-17s%s  %s", p.Change, sim, truncateMiddle(u, TextWidth-2-17-len(sim)-2))
 	}
 }

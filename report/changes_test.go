@@ -17,10 +17,11 @@ func changesData() *Data {
 			{URL: "http://a.test/edited?<b>", Host: "a.test", Status: 200, Class: ClassUnique, Change: ChangeReal, ChangeSimilarity: 0.41},
 			{URL: "http://a.test/removed", Host: "a.test", Status: 404, Class: ClassUnique, Change: ChangeGone},
 			{URL: "http://a.test/fresh", Host: "a.test", Status: 200, Class: ClassUnique, Change: ChangeNew},
+			{URL: "http://a.test/renamed", Host: "a.test", Status: 200, Class: ClassUnique, Change: ChangeMoved, MovedTo: "http://a.test/new-name"},
 			{URL: "http://a.test/old", Host: "a.test", Status: 200, Class: ClassUnique},
 		},
 		Changes: &Changes{Round: 1, Started: t0, Conditional: 4, NotModified: 1,
-			ByChange: map[string]int{ChangeNone: 1, ChangeTrivial: 1, ChangeReal: 1, ChangeNew: 1, ChangeGone: 1, ChangeFailed: 0}},
+			ByChange: map[string]int{ChangeNone: 1, ChangeTrivial: 1, ChangeReal: 1, ChangeNew: 1, ChangeMoved: 1, ChangeGone: 1, ChangeFailed: 0}},
 	}
 }
 
@@ -37,11 +38,11 @@ func TestChangesSection(t *testing.T) {
 	flat := strings.Join(strings.Fields(s), " ")
 	for _, want := range []string{
 		"CHANGES (recrawl 1, started 2026-11-25",
-		"unchanged 1, trivially_changed 1, changed 1, new 1, gone 1, failed 0",
+		"unchanged 1, trivially_changed 1, changed 1, new 1, moved 1, gone 1, failed 0",
 		"4 conditional requests, 1 answered 304 Not Modified",
 		"changed           0.410  http://a.test/edited?<b>",
 		"trivially_changed 0.962  http://a.test/dated",
-		"new  http://a.test/fresh", "gone  http://a.test/removed",
+		"new  http://a.test/fresh", "moved  http://a.test/renamed -> http://a.test/new-name", "gone  http://a.test/removed",
 	} {
 		if !strings.Contains(flat, strings.Join(strings.Fields(want), " ")) {
 			t.Errorf("text report lacks %q:\n%s", want, s)
@@ -70,9 +71,10 @@ func TestChangesSection(t *testing.T) {
 	}
 	changeOf := map[string]string{}
 	for _, p := range got.Pages {
-		changeOf[p.URL] = p.Change
+		changeOf[p.URL] = p.Change + " " + p.MovedTo
 	}
-	if changeOf["http://a.test/dated"] != ChangeTrivial || changeOf["http://a.test/old"] != "" {
+	if changeOf["http://a.test/dated"] != ChangeTrivial+" " || changeOf["http://a.test/old"] != " " ||
+		changeOf["http://a.test/renamed"] != ChangeMoved+" http://a.test/new-name" {
 		t.Errorf("JSON page changes %v", changeOf)
 	}
 
@@ -82,7 +84,8 @@ func TestChangesSection(t *testing.T) {
 	}
 	hs := h.String()
 	if !strings.Contains(hs, `<section id="changes">`) || !strings.Contains(hs, "http://a.test/edited?&lt;b&gt;") ||
-		!strings.Contains(hs, "Pages that changed, are new or gone (4)") {
+		!strings.Contains(hs, "Pages that changed, are new, moved or gone (5)") ||
+		!strings.Contains(hs, `&rarr; <a href="http://a.test/new-name"`) {
 		t.Errorf("HTML changes section missing or unescaped")
 	}
 

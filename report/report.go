@@ -62,6 +62,7 @@ type Page struct {
 	// constants); absent when no recrawl visited or found it.
 	Change           string  `json:"change,omitempty"`
 	ChangeSimilarity float64 `json:"change_similarity,omitempty"` // to the previous version
+	MovedTo          string  `json:"moved_to,omitempty"`          // where a moved page redirects now
 }
 
 // Mirror is a mapping from a path prefix on one host to a path prefix whose

@@ -28,12 +28,16 @@ const (
 // Revisit is what one recrawl found at a page's URL.
 type Revisit struct {
 	Round      int       `json:"round"`            // the recrawl that made this visit
-	Change     string    `json:"change"`           // dedup.Change name, or ChangeFailed
+	Change     string    `json:"change"`           // dedup.Change name, ChangeFailed or ChangeMoved
 	Status     int       `json:"status,omitempty"` // HTTP status of the revisit (304 for not modified)
 	FetchedAt  time.Time `json:"fetched_at"`
 	Similarity float64   `json:"similarity,omitempty"` // to the previous version (exact Jaccard when settled)
 	Settled    bool      `json:"settled,omitempty"`
 	Error      string    `json:"error,omitempty"` // why the revisit could not tell (ChangeFailed), or a note
+	// Location is where a page that now redirects (change "moved") goes:
+	// the redirect's target, canonical. The stored version stays, as the
+	// last one the URL served; the target is a page of its own.
+	Location string `json:"location,omitempty"`
 	// Conditional: the request carried If-None-Match or If-Modified-Since.
 	Conditional bool `json:"conditional,omitempty"`
 	// Profile is the WARC revisit profile of an unchanged page whose
@@ -43,6 +47,11 @@ type Revisit struct {
 	Profile  string `json:"profile,omitempty"`
 	Request  []byte `json:"request,omitempty"`
 	Response []byte `json:"response,omitempty"`
+	// A visit that found the page gone or moved keeps its request and
+	// whole response (the 404, 410 or redirect) in Request and Response,
+	// for the WARC; Truncated: Response holds the header alone, the payload
+	// being too large to keep in the record.
+	Truncated bool `json:"truncated,omitempty"`
 	// The previous version, when this visit stored a new one.
 	PrevSHA1      string    `json:"prev_sha1,omitempty"`
 	PrevFetchedAt time.Time `json:"prev_fetched_at,omitzero"`
@@ -52,6 +61,23 @@ type Revisit struct {
 	Changes int `json:"changes"`
 }
 
-// ChangeFailed is the Revisit.Change of a visit that could not tell (a
-// network error, a 5xx): the stored version stays.
-const ChangeFailed = "failed"
+// Revisit.Change values made without comparing versions (the others are
+// dedup.Change names; ChangeGone is dedup.ChangeGone's).
+const (
+	// ChangeFailed: the visit could not tell (a network error, a 5xx, a 304
+	// to a request without validators); the stored version stays.
+	ChangeFailed = "failed"
+	// ChangeGone: 404 or 410 now; the stored version stays, as the last
+	// one the URL served.
+	ChangeGone = "gone"
+	// ChangeMoved: a redirect now, to Location; the stored version stays,
+	// as the last one the URL served, and the target is a page of its own.
+	ChangeMoved = "moved"
+)
+
+// Gone reports whether the latest recrawl found the page no longer served
+// at its URL: 404 or 410 (change "gone"), or a redirect (change "moved",
+// to Location). The stored version is then the last one the URL served.
+func (rv *Revisit) Gone() bool {
+	return rv != nil && (rv.Change == ChangeGone || rv.Change == ChangeMoved)
+}
