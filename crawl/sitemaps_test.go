@@ -264,7 +264,7 @@ func TestSitemapsHostile(t *testing.T) {
 	} else {
 		t.Logf("crawl %v, heap peak %d MB", res.Elapsed.Round(time.Millisecond), mb)
 	}
-	if res.Elapsed > 30*time.Second {
+	if res.Elapsed > 2*time.Minute { // a hang bound: the heap bound above is what guards the bombs
 		t.Errorf("crawl took %v", res.Elapsed)
 	}
 	for _, p := range []string{"/b-ok", "/bce-ok", "/wt-page", "/br-page"} {

@@ -398,7 +398,10 @@ func TestFetchBounds(t *testing.T) {
 		start := time.Now()
 		_, err := f.Fetch(context.Background(), srv.URL+"/drip")
 		wantClass(t, err, ClassTimeout)
-		if el := time.Since(start); el > 5*time.Second {
+		// The drip never ends: a timeout that is not enforced (or only
+		// between reads) shows as a hang; anything that returns well before
+		// the bound stopped at a timeout, however loaded the machine.
+		if el := time.Since(start); el > 30*time.Second {
 			t.Errorf("took %v with a 1s timeout", el)
 		}
 	})

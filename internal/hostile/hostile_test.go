@@ -264,7 +264,9 @@ func TestCloseEndsHangingHandlers(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-done
-	if d := time.Since(start); d > 2*time.Second {
+	// A Close that waited for the hanging handler would never return; one
+	// that returns, on however loaded a machine, is well inside this.
+	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("Close took %s", d)
 	}
 }
