@@ -104,7 +104,7 @@ func TestDamagedStoreCommands(t *testing.T) {
 	}
 	flagged := regexp.MustCompile(`(\d+) of them flagged "damaged"`)
 
-	cases := []string{"truncate-sst", "truncate-manifest", "truncate-manifest-header", "truncate-vlog", "flip-vlog", "flip-vlog-many", "zero-vlog-block", "delete-vlog", "delete-sst"}
+	cases := []string{"truncate-sst", "truncate-manifest", "truncate-manifest-header", "truncate-vlog", "flip-vlog", "flip-vlog-many", "zero-vlog-block", "delete-vlog", "delete-sst", "flip-keyregistry"}
 	for _, name := range cases {
 		for seed := range uint64(2) {
 			t.Run(fmt.Sprintf("%s/%d", name, seed), func(t *testing.T) {

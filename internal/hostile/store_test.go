@@ -149,6 +149,10 @@ func TestDamagedStore(t *testing.T) {
 					if !errors.Is(err, storage.ErrDamaged) || strings.Contains(err.Error(), "\n") {
 						t.Fatalf("read-only open: %v; want one line wrapping ErrDamaged", err)
 					}
+					// A damaged KEYREGISTRY is named, with what to do, not Badger's words.
+					if strings.Contains(d.Name, "keyregistry") && (!strings.Contains(err.Error(), "KEYREGISTRY") || !strings.Contains(err.Error(), "remove it")) {
+						t.Errorf("read-only open: %v; want the KEYREGISTRY named and what to do", err)
+					}
 					t.Logf("read-only open refused: %v", err)
 				} else {
 					checkReadable(t, f, db, d.Name, did)
@@ -167,6 +171,30 @@ func TestDamagedStore(t *testing.T) {
 					t.Fatalf("open to resume: %v; want one line wrapping ErrDamaged", err)
 				}
 				sameFiles(t, "open to resume", before, hashDir(t, dir))
+
+				if strings.Contains(d.Name, "keyregistry") {
+					// What the error says to do: without the file, every record reads.
+					if err := os.Remove(filepath.Join(dir, "KEYREGISTRY")); err != nil {
+						t.Fatal(err)
+					}
+					db, err := storage.Open(dir, storage.Options{ReadOnly: true, MinFreeBytes: -1})
+					if err != nil {
+						t.Fatalf("read-only open without KEYREGISTRY: %v", err)
+					}
+					defer db.Close()
+					pages := 0
+					err = db.ForEachPage(func(p *storage.Page) error {
+						pages++
+						text, err := db.Text(p.ID)
+						if err != nil || text != f.texts[p.ID] {
+							t.Errorf("without KEYREGISTRY, page %d: text of %d bytes, %v", p.ID, len(text), err)
+						}
+						return nil
+					})
+					if err != nil || pages != len(f.texts) {
+						t.Errorf("without KEYREGISTRY: %d of %d pages read, %v", pages, len(f.texts), err)
+					}
+				}
 			})
 		}
 	}
