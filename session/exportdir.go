@@ -41,8 +41,8 @@ func ExportDir(dir string, open func() (io.Writer, func() error, error), o Expor
 	} else {
 		jo := o.JSONL
 		jo.MainTextFailed = func(*storage.Page, error) { noMainText++ }
+		jo.Damaged = func(*storage.Page) { damaged++ }
 		n, err = export.JSONL(w, db, jo)
-		damaged = db.Unreadable()["page texts"]
 	}
 	if cerr := closeOut(); err == nil {
 		err = cerr
@@ -55,7 +55,7 @@ func ExportDir(dir string, open func() (io.Writer, func() error, error), o Expor
 	case damaged > 0 && o.Format == "warc":
 		did += fmt.Sprintf("; %d pages whose raw exchange is unreadable were left out (a duplicate's as a metadata record)", damaged)
 	case damaged > 0:
-		did += fmt.Sprintf(", %d of them flagged \"damaged\": true with their text lost", damaged)
+		did += fmt.Sprintf(", %d of them flagged \"damaged\": true with their text or main text lost", damaged)
 	}
 	return n, noMainText, DamageError(dir, db, did)
 }
