@@ -67,6 +67,11 @@ type Record struct {
 	// "" when the page has none or it could not be extracted, and omitted
 	// when Text holds it (JSONLOptions.MainTextInText).
 	MainText *string `json:"main_text,omitempty"`
+	// MainTextError says why a page that has a main text (a unique page or
+	// a duplicate) got none: too large for extraction (which limit), no
+	// raw response kept, or one unreadable. Omitted when extraction ran,
+	// also when it found no article.
+	MainTextError string `json:"main_text_error,omitempty"`
 	// Language is identified from the text when that is reliable
 	// (LanguageSource "text", with LanguageConfidence), else the primary
 	// subtag of <html lang> (LanguageSource "html"); omitted when neither.

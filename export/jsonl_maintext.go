@@ -128,6 +128,9 @@ func (w *mainTextWriter) write() {
 			w.o.MainTextFailed(pr.p, pr.err)
 		}
 		r := &pr.r
+		if pr.err != nil {
+			r.MainTextError = pr.err.Error()
+		}
 		if errors.Is(pr.err, storage.ErrDamaged) {
 			r.Damaged = true // the raw response is lost: no main text
 		}
