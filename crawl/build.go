@@ -35,7 +35,8 @@ type Env struct {
 	// process's).
 	Getenv func(string) string
 	// Resolver looks up host names for the fetcher and the politeness
-	// clocks; nil is the system's.
+	// clocks, at most DefaultMaxLookups at a time for both; nil is the
+	// system's.
 	Resolver fetch.Resolver
 	// Transport replaces the fetcher's transport (fetch.Options.Transport;
 	// tests: an in-memory network); nil is the built-in one.
@@ -83,6 +84,12 @@ func build(cfg configs.Config, db *storage.DB, sh *Shared, env Env, logger *slog
 	if err != nil {
 		return nil, ConfigError{err}
 	}
+	// One bound for every lookup of the crawl: the fetcher's (each dial by
+	// name) and the politeness clocks' share it.
+	if env.Resolver == nil {
+		env.Resolver = net.DefaultResolver
+	}
+	env.Resolver = fetch.LimitLookups(env.Resolver, DefaultMaxLookups)
 	fetchOpts, err := proxyOptions(FetchOptions(cfg.Fetch, env), cfg.Fetch.Proxy, env.Getenv)
 	if err != nil {
 		return nil, err

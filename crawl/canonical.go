@@ -94,7 +94,7 @@ type aliasHost struct {
 	Distrusted bool   `json:"distrusted,omitempty"`
 	Reason     string `json:"reason,omitempty"`
 	Sampled    bool   `json:"sampled,omitempty"`   // an alias was fetched to check the hints
-	Checked    int    `json:"checked,omitempty"`   // claims checked and confirmed
+	Confirmed  int    `json:"checked,omitempty"`   // claims checked and confirmed
 	Wrong      int    `json:"wrong,omitempty"`     // claims checked and refuted
 	Withdrawn  int    `json:"withdrawn,omitempty"` // aliases queued when distrusted
 	Held       int    `json:"held,omitempty"`      // aliases held: "alias_held" records host#0, host#1, ...
@@ -148,7 +148,7 @@ func (ct *commitTx) aliasLink(cu string, via *storage.Page) (done bool, err erro
 	if hs.Distrusted || hs.Held >= maxHeldPerHost || !ct.e.inScope(h.Canonical) || !ct.e.inScope(cu) {
 		return false, nil
 	}
-	if hs.Checked == 0 && !hs.Sampled {
+	if hs.Confirmed == 0 && !hs.Sampled {
 		// The host's first alias is fetched, as a check of the hints that
 		// no page's claim has checked yet (a page naming itself, a
 		// sitemap's form): checked as if it named the canonical URL.
@@ -330,7 +330,7 @@ func (ct *commitTx) checkClaims(r EvidenceReader, p *storage.Page) error {
 // when the crawl's duplicate decision put them in one group.
 func (ct *commitTx) checked(host string, hs *aliasHost, a, c *storage.Page) error {
 	if dupGroup(a) == dupGroup(c) {
-		hs.Checked++
+		hs.Confirmed++
 		return ct.tx.PutEvidence("alias_host", host, hs)
 	}
 	hs.Wrong++
@@ -410,7 +410,7 @@ func aliasReport(ctx context.Context, st Store) (*report.Aliases, error) {
 			return fmt.Errorf("alias_host record %s: %w", host, err)
 		}
 		a.Withdrawn += hs.Withdrawn
-		a.ClaimsChecked += hs.Checked
+		a.ClaimsChecked += hs.Confirmed + hs.Wrong
 		a.ClaimsWrong += hs.Wrong
 		if hs.Distrusted {
 			a.Distrusted = append(a.Distrusted, report.HostNote{Host: host, Kind: "canonical_distrusted", Detail: hs.Reason})

@@ -400,8 +400,9 @@ func giveUpRecord(g frontier.GiveUp) *storage.Page {
 	return &storage.Page{Class: class, ErrorClass: "gave_up", Error: "host given up: " + g.Reason}
 }
 
-// logCap logs and records (once per host) a Crawl-delay above max_delay.
-func (e *Engine) logCap(host string, d time.Duration) {
+// logCap logs and records (once per host) a Crawl-delay above max_delay. d is the delay read,
+// text the value as written: a value beyond what d holds (fetch.MaxCrawlDelay) is shown as written.
+func (e *Engine) logCap(host string, d time.Duration, text string) {
 	e.hostMu.Lock()
 	first := !e.capLogged[host]
 	e.capLogged[host] = true
@@ -409,8 +410,15 @@ func (e *Engine) logCap(host string, d time.Duration) {
 	if !first {
 		return
 	}
-	e.logger.Warn("Crawl-delay capped", "host", host, "requested", d, "applied", e.o.MaxDelay)
-	e.putEvidence("crawldelay", host, map[string]string{"requested": d.String(), "applied": e.o.MaxDelay.String()})
+	requested := d.String()
+	if d >= fetch.MaxCrawlDelay && text != "" {
+		if len(text) > 40 {
+			text = text[:40] + "..." // a number can be a line long
+		}
+		requested = text + " s"
+	}
+	e.logger.Warn("Crawl-delay capped", "host", host, "requested", requested, "applied", e.o.MaxDelay)
+	e.putEvidence("crawldelay", host, map[string]string{"requested": requested, "applied": e.o.MaxDelay.String()})
 }
 
 // putEvidence stores one evidence record in a transaction of its own; a

@@ -223,8 +223,12 @@ func TestHugeCrawlDelayCapped(t *testing.T) {
 		note           string        // requested delay in the cap note; "" for no note
 	}{
 		{"127.0.0.36", "99999", maxDelay, (99999 * time.Second).String()},
-		{"127.0.0.37", "1e12", maxDelay, fetch.MaxCrawlDelay.String()},
-		{"127.0.0.38", "1e400", maxDelay, fetch.MaxCrawlDelay.String()},
+		// Beyond what a time.Duration holds: the note gives the value as written, not the
+		// duration it saturates to.
+		{"127.0.0.37", "1e12", maxDelay, "Crawl-delay 1e12 s capped"},
+		{"127.0.0.38", "1e400", maxDelay, "Crawl-delay 1e400 s capped"},
+		{"127.0.0.40", "1e24", maxDelay, "Crawl-delay 1e24 s capped"},
+		{"127.0.0.41", "inf", maxDelay, "Crawl-delay inf s capped"},
 		{"127.0.0.39", "-5", delay, ""},
 	}
 	var seeds []string

@@ -14,7 +14,7 @@ type Resolver interface {
 
 // Defaults of the politeness lookups.
 const (
-	DefaultMaxLookups    = 16              // concurrent DNS lookups
+	DefaultMaxLookups    = 16              // concurrent DNS lookups, crawl-wide (Build)
 	DefaultLookupTimeout = 5 * time.Second // one lookup
 )
 

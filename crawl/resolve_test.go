@@ -189,3 +189,48 @@ func TestLookupsFailingOrStuckDoNotHoldHosts(t *testing.T) {
 		}
 	})
 }
+
+// TestLookupsBoundedCrawlWide: every lookup of a crawl Build wires shares one
+// bound, DefaultMaxLookups in flight at once: the politeness lookups and the
+// fetcher's (a dial by name for each robots.txt and page). The politeness
+// pool alone kept to 16 while each worker's dial looked up on its own: about
+// 65 sockets to port 53 at once. Real loopback servers, one IP per host name,
+// with lookups answered by a resolver that holds each a moment.
+func TestLookupsBoundedCrawlWide(t *testing.T) {
+	const hosts = 48
+	names := map[string][]string{}
+	var links []string
+	var log hitLog
+	for i := range hosts {
+		ip := fmt.Sprintf("127.0.1.%d", i+1)
+		s := startServer(t, ip, (&site{Pages: map[string]page{
+			"/robots.txt": {Body: "User-agent: *\nAllow: /\n"},
+			"/":           {Body: htmlPage(fmt.Sprintf("host%d", i), "")},
+		}}).handler(), &log)
+		name := fmt.Sprintf("h%02d.lookups.test", i)
+		names[name] = []string{ip}
+		links = append(links, s.Base(name)+"/")
+	}
+	seed := startServer(t, "127.0.0.87", (&site{Pages: map[string]page{
+		"/robots.txt": {Body: "User-agent: *\nAllow: /\n"},
+		"/":           {Body: htmlPage("lookup seed", "", links...)},
+	}}).handler(), &log)
+	res := &fakeResolver{Names: names, Block: func(ctx context.Context, _ string) error {
+		select {
+		case <-time.After(5 * time.Millisecond):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}}
+	r := runCrawl(t, crawlConfig{Workers: 64, ScopeAny: true, Resolver: res, Timeout: time.Minute}, seed.Base("127.0.0.87")+"/")
+	if p := res.peak.Load(); p > crawl.DefaultMaxLookups {
+		t.Errorf("%d lookups in flight at once, want at most %d", p, crawl.DefaultMaxLookups)
+	}
+	for _, l := range links {
+		if p := r.Pages[l]; p == nil || p.Status != 200 {
+			t.Errorf("%s: %+v, want fetched", l, p)
+		}
+	}
+	t.Logf("%d lookups, peak %d in flight", res.calls.Load(), res.peak.Load())
+}

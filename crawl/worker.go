@@ -120,7 +120,7 @@ func (e *Engine) robotsCheck(ctx context.Context, it *frontier.Item, u *url.URL)
 	}
 	if d, ok := rules.CrawlDelay(e.o.RobotsAgent); ok {
 		if e.fr.SetCrawlDelay(it.Host, d) {
-			e.logCap(it.Host, d)
+			e.logCap(it.Host, d, rules.CrawlDelayText(e.o.RobotsAgent))
 		}
 	}
 	e.discoverSitemaps(it, u, rules)

@@ -38,6 +38,9 @@ type JSONLOptions struct {
 	// why: ErrNoRawResponse, ErrMainTextTooLarge, an unreadable raw
 	// response. The page is written with an empty main text.
 	MainTextFailed func(p *storage.Page, err error)
+	// Damaged, when set, is called (from one goroutine, in record order)
+	// for every record written with "damaged": true.
+	Damaged func(p *storage.Page)
 }
 
 // Member is a page suppressed in favour of a unique page: any other record
@@ -64,6 +67,11 @@ type Record struct {
 	// "" when the page has none or it could not be extracted, and omitted
 	// when Text holds it (JSONLOptions.MainTextInText).
 	MainText *string `json:"main_text,omitempty"`
+	// MainTextError says why a page that has a main text (a unique page or
+	// a duplicate) got none: too large for extraction (which limit), no
+	// raw response kept, or one unreadable. Omitted when extraction ran,
+	// also when it found no article.
+	MainTextError string `json:"main_text_error,omitempty"`
 	// Language is identified from the text when that is reliable
 	// (LanguageSource "text", with LanguageConfidence), else the primary
 	// subtag of <html lang> (LanguageSource "html"); omitted when neither.
@@ -81,8 +89,10 @@ type Record struct {
 	Class          string   `json:"class"`
 	DuplicateOf    string   `json:"duplicate_of,omitempty"`
 	Duplicates     []Member `json:"duplicates"`
-	// Damaged marks a page whose text could not be read back from a damaged
-	// store (storage.ErrDamaged): Text is empty, the rest is as recorded.
+	// Damaged marks a page whose text or raw response could not be read
+	// back from a damaged store (storage.ErrDamaged): Text is empty when the
+	// text was lost, MainText when the raw response was; the rest is as
+	// recorded.
 	Damaged bool `json:"damaged,omitempty"`
 	// Gone marks a page that the latest recrawl found no longer served at
 	// its URL: 404 or 410, or a redirect to MovedTo. GoneStatus is that
@@ -105,9 +115,10 @@ type Record struct {
 // main text, extracted from its stored raw response; the whole visible text
 // stays in text unless o.MainTextInText.
 //
-// A page whose text cannot be read (storage.ErrDamaged) is still written,
-// with an empty text and "damaged": true; the caller learns how many from
-// the store (storage.DB.Damage).
+// A page whose text or raw response cannot be read (storage.ErrDamaged) is
+// still written, with an empty text or main text and "damaged": true; the
+// caller learns how many from o.Damaged, and what is damaged from the store
+// (storage.DB.Damage).
 func JSONL(w io.Writer, st Store, o JSONLOptions) (int, error) {
 	var entries []entry
 	var others []*storage.Page

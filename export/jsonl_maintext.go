@@ -128,6 +128,12 @@ func (w *mainTextWriter) write() {
 			w.o.MainTextFailed(pr.p, pr.err)
 		}
 		r := &pr.r
+		if pr.err != nil {
+			r.MainTextError = pr.err.Error()
+		}
+		if errors.Is(pr.err, storage.ErrDamaged) {
+			r.Damaged = true // the raw response is lost: no main text
+		}
 		text := pr.text
 		if w.o.MainTextInText {
 			r.Text = text
@@ -139,6 +145,9 @@ func (w *mainTextWriter) write() {
 			continue
 		}
 		w.written++
+		if r.Damaged && w.o.Damaged != nil {
+			w.o.Damaged(pr.p)
+		}
 	}
 }
 

@@ -22,11 +22,14 @@ func storedResponse(contentType string, body []byte) []byte {
 func mainTextStore(tb testing.TB) *storage.DB {
 	tb.Helper()
 	latin1 := strings.Replace(articlePage, "The tides are caused", "Caf\xe9 owners know: the tides are caused", 1)
+	hp := hostilePages()
 	raws := map[uint64][]byte{
 		1: storedResponse("text/html; charset=utf-8", []byte(articlePage)),
-		3: storedResponse("text/html", hostilePages()["too-many-bytes"]),
+		3: storedResponse("text/html", hp["too-many-bytes"]),
 		4: storedResponse("text/html; charset=iso-8859-1", []byte(latin1)),
 		5: storedResponse("text/html", []byte(articlePage)),
+		8: storedResponse("text/html", hp["too-many-elements"]),
+		9: storedResponse("text/html", hp["too-deep"]),
 	}
 	pages := []storage.Page{
 		{ID: 1, URL: "http://127.0.0.2/tides", Class: storage.ClassUnique, HasRaw: true},
@@ -36,6 +39,8 @@ func mainTextStore(tb testing.TB) *storage.DB {
 		{ID: 5, URL: "http://127.0.0.3/tides", Class: storage.ClassExact, DuplicateOf: "http://127.0.0.2/tides", OriginalID: 1, HasRaw: true},
 		{ID: 6, URL: "http://127.0.0.2/lost-raw", Class: storage.ClassUnique, HasRaw: true}, // raw never stored
 		{ID: 7, URL: "http://127.0.0.2/image.png", Class: storage.ClassNotHTML},
+		{ID: 8, URL: "http://127.0.0.2/many-elements", Class: storage.ClassUnique, HasRaw: true},
+		{ID: 9, URL: "http://127.0.0.2/deep", Class: storage.ClassNear, DuplicateOf: "http://127.0.0.2/tides", OriginalID: 1, HasRaw: true},
 	}
 	db, err := storage.Open(tb.TempDir(), storage.Options{})
 	if err != nil {
@@ -66,9 +71,10 @@ func mainTextStore(tb testing.TB) *storage.DB {
 }
 
 // TestJSONLMainText: every parsed page gets main_text beside its unchanged
-// text; a page whose main text cannot be had (no raw response, too large,
-// raw response lost) is written whole with an empty main_text, and the
-// caller is told why; the charset is decoded as the crawl decoded it.
+// text; a page whose main text cannot be had (no raw response, too large by
+// any limit, raw response lost) is written whole with an empty main_text
+// and its main_text_error says why, as the caller is told; the charset is
+// decoded as the crawl decoded it.
 func TestJSONLMainText(t *testing.T) {
 	db := mainTextStore(t)
 	failed := map[string]error{}
@@ -83,8 +89,8 @@ func TestJSONLMainText(t *testing.T) {
 		}
 		byURL[r.URL] = r
 	}
-	if len(recs) != 7 {
-		t.Fatalf("%d records, want 7", len(recs))
+	if len(recs) != 9 {
+		t.Fatalf("%d records, want 9", len(recs))
 	}
 	for _, u := range []string{"http://127.0.0.2/tides", "http://127.0.0.3/tides", "http://127.0.0.2/latin1"} {
 		mt := *byURL[u].MainText
@@ -95,20 +101,33 @@ func TestJSONLMainText(t *testing.T) {
 	if mt := *byURL["http://127.0.0.2/latin1"].MainText; !strings.Contains(mt, "Café owners") {
 		t.Errorf("latin1 page not decoded: %q", mt)
 	}
-	for u, want := range map[string]error{
-		"http://127.0.0.2/no-raw":   ErrNoRawResponse,
-		"http://127.0.0.2/huge":     ErrMainTextTooLarge,
-		"http://127.0.0.2/lost-raw": storage.ErrNotFound,
+	for u, want := range map[string]struct {
+		err    error
+		detail string // in main_text_error
+	}{
+		"http://127.0.0.2/no-raw":        {ErrNoRawResponse, "storage.keep_raw"},
+		"http://127.0.0.2/huge":          {ErrMainTextTooLarge, "bytes of HTML, the limit is"},
+		"http://127.0.0.2/many-elements": {ErrMainTextTooLarge, "elements"},
+		"http://127.0.0.2/deep":          {ErrMainTextTooLarge, "nested more than"},
+		"http://127.0.0.2/lost-raw":      {storage.ErrNotFound, "raw response"},
 	} {
 		if mt := *byURL[u].MainText; mt != "" {
 			t.Errorf("%s: main text %q, want none", u, mt)
 		}
-		if !errors.Is(failed[u], want) {
-			t.Errorf("%s: failure %v, want %v", u, failed[u], want)
+		if !errors.Is(failed[u], want.err) {
+			t.Errorf("%s: failure %v, want %v", u, failed[u], want.err)
+		}
+		if e := byURL[u].MainTextError; failed[u] == nil || e != failed[u].Error() || !strings.Contains(e, want.detail) {
+			t.Errorf("%s: main_text_error %q, want the failure %v, naming %q", u, e, failed[u], want.detail)
 		}
 	}
-	if len(failed) != 3 {
-		t.Errorf("failures reported: %v, want 3", failed)
+	if len(failed) != 5 {
+		t.Errorf("failures reported: %v, want 5", failed)
+	}
+	for u, r := range byURL {
+		if _, ok := failed[u]; !ok && r.MainTextError != "" {
+			t.Errorf("%s: main_text_error %q, but extraction ran", u, r.MainTextError)
+		}
 	}
 	if mt := *byURL["http://127.0.0.2/image.png"].MainText; mt != "" {
 		t.Errorf("not_html page has main text %q", mt)

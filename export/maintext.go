@@ -68,6 +68,10 @@ func MainText(page []byte, pageURL string) (text string, err error) {
 	}
 	doc, err := html.Parse(bytes.NewReader(page))
 	if err != nil {
+		if strings.Contains(err.Error(), "open stack of elements exceeds") {
+			// x/net/html's own bound, the same as MainTextMaxDepth: a limit, not a failure.
+			return "", fmt.Errorf("%w: elements nested more than %d deep", ErrMainTextTooLarge, MainTextMaxDepth)
+		}
 		return "", fmt.Errorf("main text: %w", err)
 	}
 	if err := checkTree(doc); err != nil {

@@ -16,6 +16,29 @@ type Resolver interface {
 	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
 }
 
+// LimitLookups returns r with at most n lookups in flight at once (n < 1: 1); a lookup waits for
+// a slot as long as its ctx allows. One of them shared by every part of a crawl that resolves names
+// (the fetcher's dialer and proxy check, the politeness lookups) bounds the crawl's lookups as a
+// whole.
+func LimitLookups(r Resolver, n int) Resolver {
+	return &limitedResolver{r: r, slots: make(chan struct{}, max(n, 1))}
+}
+
+type limitedResolver struct {
+	r     Resolver
+	slots chan struct{}
+}
+
+func (l *limitedResolver) LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, &net.DNSError{Err: ctx.Err().Error(), Name: host, IsTimeout: errors.Is(ctx.Err(), context.DeadlineExceeded), UnwrapErr: ctx.Err()}
+	}
+	defer func() { <-l.slots }()
+	return l.r.LookupIPAddr(ctx, host)
+}
+
 // ErrMetadataAddress is the cause when an address or name of a cloud metadata service, or a
 // link-local address, is refused. errors.Is(err, ErrPrivateAddress) holds for it too.
 var ErrMetadataAddress = fmt.Errorf("link-local or cloud metadata address: %w", ErrPrivateAddress)

@@ -68,7 +68,7 @@ func (v Validators) Empty() bool {
 // answers 304 Not Modified, returned as a Result with Status 304 and no body
 // (Status 304 is not an error). With empty v it is Fetch.
 func (f *Fetcher) FetchIf(ctx context.Context, rawURL string, v Validators) (*Result, error) {
-	res, _, err := f.do(ctx, rawURL, f.opts.MaxRedirects, f.opts.MaxBodySize, f.opts.NoFollowRedirects, v)
+	res, _, err := f.do(ctx, rawURL, f.pageLimits(), v)
 	return res, err
 }
 

@@ -113,13 +113,29 @@ func (f *Fetcher) Close() {
 // failures return an *Error. A body over MaxBodySize returns the truncated *Result together with an
 // *Error of class "too_large" (errors.Is(err, ErrTooLarge)).
 func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Result, error) {
-	res, _, err := f.do(ctx, rawURL, f.opts.MaxRedirects, f.opts.MaxBodySize, f.opts.NoFollowRedirects, Validators{})
+	res, _, err := f.do(ctx, rawURL, f.pageLimits(), Validators{})
 	return res, err
+}
+
+// limits are the per-call limits of do.
+type limits struct {
+	maxRedirects int
+	maxBody      int64
+	noFollow     bool // return the first response, redirect or not
+	// revisit follows a redirect back to a URL of the chain, within maxRedirects: RFC 9309
+	// section 2.3.1.2 asks robots.txt to follow at least five redirects, a loop included.
+	revisit bool
+}
+
+// pageLimits are the limits of a page fetch.
+func (f *Fetcher) pageLimits() limits {
+	return limits{maxRedirects: f.opts.MaxRedirects, maxBody: f.opts.MaxBodySize, noFollow: f.opts.NoFollowRedirects}
 }
 
 // do performs one fetch with per-call limits. lastStatus is the status of the last response seen,
 // also when the redirect policy stopped the chain.
-func (f *Fetcher) do(parent context.Context, rawURL string, maxRedirects int, maxBody int64, noFollow bool, cond Validators) (res *Result, lastStatus int, err error) {
+func (f *Fetcher) do(parent context.Context, rawURL string, lim limits, cond Validators) (res *Result, lastStatus int, err error) {
+	maxBody := lim.maxBody
 	log := f.log.With(LogKeyURL, rawURL)
 	fail := func(cause error) (*Result, int, error) {
 		e := &Error{URL: rawURL, Class: classify(parent, cause), Err: cause}
@@ -142,7 +158,7 @@ func (f *Fetcher) do(parent context.Context, rawURL string, maxRedirects int, ma
 
 	ctx, cancel := context.WithTimeout(parent, f.opts.Timeout)
 	defer cancel()
-	st := &reqState{maxRedirects: maxRedirects, noFollow: noFollow}
+	st := &reqState{maxRedirects: lim.maxRedirects, noFollow: lim.noFollow, revisit: lim.revisit}
 	if f.opts.DenyPrivate && f.opts.Transport != nil {
 		st.policy = &f.opts.Policy
 	}

@@ -26,7 +26,8 @@ type ProxyConfig struct {
 	HTTPS *url.URL // proxy for https URLs; nil: direct
 	// NoProxy lists the hosts reached directly, in the syntax of the NO_PROXY variable: a comma-
 	// separated list of host names (each also matching its subdomains; a leading "." or "*." is
-	// dropped), IP addresses, CIDR prefixes, any of them with ":port" to match that port only,
+	// dropped; a name never matches an IP address), IP addresses, CIDR prefixes (one that does
+	// not parse is an error of ProxySettings), any of them with ":port" to match that port only,
 	// or "*" for every host. Loopback is not exempt unless listed (as with curl and wget; Go's
 	// own default exempts it).
 	NoProxy string
@@ -72,6 +73,9 @@ func ProxySettings(option string, getenv func(string) string) (ProxyConfig, erro
 		return c, nil
 	}
 	c.NoProxy = env("NO_PROXY", "no_proxy")
+	if err := checkNoProxy(c.NoProxy); err != nil {
+		return c, fmt.Errorf("NO_PROXY: %w", err)
+	}
 	httpP, httpsP := option, option
 	what := "fetch.proxy"
 	if option == "" {
@@ -146,6 +150,23 @@ func (c *ProxyConfig) For(u *url.URL) *url.URL {
 	return p
 }
 
+// checkNoProxy reports the entries of list (NO_PROXY syntax) that look like a CIDR prefix (they
+// hold a '/') but do not parse as one, such as "127.0.0.0/33": noProxy would match nothing with
+// them, and a host the user meant to reach directly would go through the proxy.
+func checkNoProxy(list string) error {
+	var errs []error
+	for e := range strings.SplitSeq(list, ",") {
+		e = strings.TrimSpace(e)
+		if !strings.Contains(e, "/") {
+			continue
+		}
+		if _, err := netip.ParsePrefix(e); err != nil {
+			errs = append(errs, fmt.Errorf("%q is not a CIDR prefix (address/bits): %w", e, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // noProxy reports whether list (NO_PROXY syntax, see ProxyConfig.NoProxy) names u's host.
 func noProxy(list string, u *url.URL) bool {
 	host := normalHost(u.Hostname())
@@ -181,6 +202,9 @@ func noProxy(list string, u *url.URL) bool {
 				return true
 			}
 			continue
+		}
+		if addrErr == nil {
+			continue // a host name or domain suffix never matches an IP literal ("0.0.78" and 127.0.0.78)
 		}
 		ehost = strings.TrimPrefix(strings.TrimPrefix(ehost, "*"), ".")
 		if ehost != "" && (host == ehost || strings.HasSuffix(host, "."+ehost)) {

@@ -124,10 +124,21 @@ func TestProxySettings(t *testing.T) {
 	if _, err := ProxySettings("", env(map[string]string{"HTTPS_PROXY": "gopher://x"})); err == nil || !strings.Contains(err.Error(), "HTTPS_PROXY") {
 		t.Errorf("a bad HTTPS_PROXY: %v", err)
 	}
+	// A NO_PROXY prefix that does not parse is an error naming it: ignored, it would send the
+	// hosts it was meant to exempt through the proxy.
+	for _, bad := range []string{"127.0.0.0/33", "example.com, 10.0.0.0/x", "::1/129", "10.0.0/8"} {
+		_, err := ProxySettings("", env(map[string]string{"HTTP_PROXY": "proxy.example:3128", "NO_PROXY": bad}))
+		if err == nil || !strings.Contains(err.Error(), "NO_PROXY") || !strings.Contains(err.Error(), strings.TrimPrefix(bad, "example.com, ")) {
+			t.Errorf("NO_PROXY %q: %v, want an error naming it", bad, err)
+		}
+	}
+	if _, err := ProxySettings("", env(map[string]string{"NO_PROXY": "10.0.0.0/8, ::1/128, 192.168.1.1/32, example.com"})); err != nil {
+		t.Errorf("valid NO_PROXY prefixes: %v", err)
+	}
 }
 
 func TestNoProxyMatch(t *testing.T) {
-	list := "example.com, .sub.test, *.wild.test, 10.0.0.0/8, 192.168.1.5, [::1], only.port:8080"
+	list := "example.com, .sub.test, *.wild.test, 10.0.0.0/8, 192.168.1.5, [::1], only.port:8080, .0.0.78, 0.79, *.0.80"
 	for _, c := range []struct {
 		url  string
 		want bool
@@ -146,6 +157,12 @@ func TestNoProxyMatch(t *testing.T) {
 		{"http://only.port/", false},
 		{"http://127.0.0.1/", false}, // loopback is not exempt unless listed
 		{"HTTP://EXAMPLE.COM./", true},
+		// A name is a suffix of host names only, never of an IP literal's text.
+		{"http://127.0.0.78/", false},
+		{"http://127.0.0.79/", false},
+		{"http://127.0.0.80/", false},
+		{"http://[::ffff:127.0.0.78]/", false},
+		{"http://10.0.0.78/", true}, // by 10.0.0.0/8
 	} {
 		u, _ := url.Parse(c.url)
 		if got := noProxy(list, u); got != c.want {

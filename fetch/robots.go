@@ -51,8 +51,9 @@ type Robots struct {
 }
 
 type ruleSet struct {
-	rules []rule
-	key   string // group key in the canonical text handed to temoto ("*" or the token)
+	rules     []rule
+	key       string // group key in the canonical text handed to temoto ("*" or the token)
+	delayText string // the Crawl-delay that counts (the first valid one of the groups), as written
 }
 
 type ruleKind uint8
@@ -148,6 +149,16 @@ func (r *Robots) CrawlDelay(agent string) (time.Duration, bool) {
 		return 0, false
 	}
 	return g.CrawlDelay, true
+}
+
+// CrawlDelayText returns the Crawl-delay that CrawlDelay reads for agent as the file wrote it
+// ("1e24", "inf"), "" when there is none: a value beyond MaxCrawlDelay is reported as given, not as
+// the duration it saturates to.
+func (r *Robots) CrawlDelayText(agent string) string {
+	if _, ok := r.CrawlDelay(agent); !ok {
+		return ""
+	}
+	return r.selectGroup(agent).delayText
 }
 
 // Allowed reports whether agent may fetch pathAndQuery (the path, params and query of the URL,
@@ -314,12 +325,21 @@ func indexAnyFrom(s, chars string, from int) int {
 	return from + i
 }
 
+// firstDelay keeps g's Crawl-delay text when rs has none yet: the first valid one counts, as in
+// parseCanonical.
+func (rs *ruleSet) firstDelay(g *parsedGroup) {
+	if rs.delayText == "" {
+		rs.delayText = g.delayText
+	}
+}
+
 // parsedGroup is one group of the file in source order.
 type parsedGroup struct {
 	tokens     []string // lower-case product tokens
 	global     bool     // the group names "*"
 	rules      []rule
-	crawlDelay string // first valid Crawl-delay value, as written
+	crawlDelay string // first valid Crawl-delay value in seconds, saturated at MaxCrawlDelay
+	delayText  string // the same value as written ("1e24")
 }
 
 // parseRobotsBody parses a 2xx robots.txt body.
@@ -370,6 +390,7 @@ func parseRobotsBody(body []byte) *Robots {
 			}
 			if d, ok := parseCrawlDelay(value); ok {
 				cur.crawlDelay = strconv.FormatFloat(d, 'f', -1, 64)
+				cur.delayText = value
 			}
 		case keySitemap:
 			if value != "" {
@@ -383,6 +404,7 @@ func parseRobotsBody(body []byte) *Robots {
 				r.global = &ruleSet{key: "*"}
 			}
 			r.global.rules = append(r.global.rules, g.rules...)
+			r.global.firstDelay(g)
 		}
 		for _, tok := range g.tokens {
 			rs, ok := r.agents[tok]
@@ -391,6 +413,7 @@ func parseRobotsBody(body []byte) *Robots {
 				r.agents[tok] = rs
 			}
 			rs.rules = append(rs.rules, g.rules...)
+			rs.firstDelay(g)
 		}
 	}
 	r.tm = parseCanonical(groups)

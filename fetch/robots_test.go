@@ -396,6 +396,10 @@ func TestCrawlDelayValues(t *testing.T) {
 			if d != tt.want || ok != tt.ok {
 				t.Errorf("Crawl-delay %q in %q: %v, %v; want %v, %v", tt.value, body, d, ok, tt.want, tt.ok)
 			}
+			// The value as written, for a note on a huge one ("1e400", not 2562047h47m16s).
+			if text, want := ParseRobots(200, []byte(body)).CrawlDelayText("horseshoe"), map[bool]string{true: tt.value}[tt.ok]; text != want {
+				t.Errorf("Crawl-delay %q in %q: text %q, want %q", tt.value, body, text, want)
+			}
 			// A stored entry parses to the same delay.
 			d2, ok2 := RobotsFromEntry(RobotsEntry{Status: 200, Body: []byte(body)}, 0).CrawlDelay("horseshoe")
 			if d2 != d || ok2 != ok {
@@ -406,8 +410,9 @@ func TestCrawlDelayValues(t *testing.T) {
 	// An ignored value does not hide a valid one after it (the first valid one counts).
 	for _, bad := range []string{"-1", "NaN", "soon"} {
 		body := "User-agent: *\nCrawl-delay: " + bad + "\nCrawl-delay: 99999\nCrawl-delay: 2\n"
-		if d, ok := ParseRobots(200, []byte(body)).CrawlDelay("horseshoe"); d != 99999*time.Second || !ok {
-			t.Errorf("%q: %v, %v; want 27h46m39s, true", body, d, ok)
+		r := ParseRobots(200, []byte(body))
+		if d, ok := r.CrawlDelay("horseshoe"); d != 99999*time.Second || !ok || r.CrawlDelayText("horseshoe") != "99999" {
+			t.Errorf("%q: %v, %v, %q; want 27h46m39s, true, 99999", body, d, ok, r.CrawlDelayText("horseshoe"))
 		}
 	}
 }

@@ -211,7 +211,7 @@ func (c *RobotsCache) load(ctx context.Context, key string, tryStore bool) (*Rob
 	}
 
 	fetchedAt := c.now()
-	res, lastStatus, err := c.f.do(ctx, key+"/robots.txt", c.o.MaxRedirects, int64(c.o.MaxSize), false, Validators{})
+	res, lastStatus, err := c.f.do(ctx, key+"/robots.txt", limits{maxRedirects: c.o.MaxRedirects, maxBody: int64(c.o.MaxSize), revisit: true}, Validators{})
 	var e RobotsEntry
 	var fe *Error
 	switch {

@@ -148,6 +148,22 @@ func TestRobotsCacheStatuses(t *testing.T) {
 			io.WriteString(w, testRobots)
 		}
 	}
+	// looper redirects /robots.txt to via, and via back to /robots.txt, until the request
+	// after the hops-th redirect, which gets the rules. via "/robots.txt" is a self-redirect.
+	looper := func(via string, hops int32) http.HandlerFunc {
+		var n atomic.Int32
+		return func(w http.ResponseWriter, r *http.Request) {
+			if n.Add(1) > hops {
+				io.WriteString(w, testRobots)
+				return
+			}
+			to := via
+			if r.URL.Path == via {
+				to = "/robots.txt"
+			}
+			http.Redirect(w, r, to, http.StatusFound)
+		}
+	}
 	tests := []struct {
 		name        string
 		handler     http.HandlerFunc
@@ -163,6 +179,9 @@ func TestRobotsCacheStatuses(t *testing.T) {
 		{"429 disallows all", serveRobots(429, ""), true, false, false, false},
 		{"5 redirects followed", redirector(5), false, false, true, true},
 		{"6 redirects: treated as unavailable file", redirector(6), false, true, true, true},
+		{"self-redirect followed 5 times", looper("/robots.txt", 5), false, false, true, true},
+		{"loop through another URL followed 5 hops", looper("/elsewhere", 5), false, false, true, true},
+		{"loop of 6 hops: treated as unavailable file", looper("/elsewhere", 6), false, true, true, true},
 		{"body over 500 KiB parsed up to the limit", serveRobots(200, bigBody), false, true, false, true},
 		{"timeout disallows all", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }, true, false, false, false},
 	}

@@ -97,6 +97,7 @@ func IsPublicAddr(a netip.Addr) bool {
 type reqState struct {
 	maxRedirects int
 	noFollow     bool
+	revisit      bool        // a redirect back to a URL of the chain is followed, within maxRedirects
 	policy       *AddrPolicy // checked on the remote IP of injected transports; nil: not checked
 
 	mu         sync.Mutex
@@ -141,7 +142,7 @@ func (st *reqState) trace() *httptrace.ClientTrace {
 }
 
 // checkRedirect is installed as colly's redirect handler: it enforces the per-request limit,
-// http/https only, and rejects loops; it records the chain.
+// http/https only, and rejects loops unless the call follows them (revisit); it records the chain.
 func checkRedirect(req *http.Request, via []*http.Request) error {
 	st := stateFrom(req.Context())
 	if st == nil {
@@ -163,6 +164,7 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 		err = fmt.Errorf("redirect to %q: %w", req.URL.Redacted(), ErrScheme)
 	case len(via) > st.maxRedirects:
 		err = fmt.Errorf("after %d redirects: %w", st.maxRedirects, ErrTooManyRedirects)
+	case st.revisit:
 	default:
 		target := req.URL.String()
 		for _, v := range via {

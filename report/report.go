@@ -189,9 +189,9 @@ type Aliases struct {
 	// Withdrawn counts the aliases held back and then queued, because
 	// their host's hints were distrusted.
 	Withdrawn int `json:"withdrawn"`
-	// ClaimsChecked and ClaimsWrong count the pages naming another URL
-	// canonical that were checked against it by the duplicate decision,
-	// and those that were not its duplicates.
+	// ClaimsChecked counts the pages naming another URL canonical that
+	// were checked against it by the duplicate decision, ClaimsWrong
+	// those of them that were not its duplicates (at most ClaimsChecked).
 	ClaimsChecked int `json:"claims_checked"`
 	ClaimsWrong   int `json:"claims_wrong"`
 	// Distrusted lists the hosts whose hints are no longer used, and why

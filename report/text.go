@@ -110,7 +110,7 @@ func (t *textWriter) summary(d *Data) {
 		exact+near, exact, near, d.Stats.ByClass[ClassMirrorSkipped], RequestsSaved(d))
 	if a := d.Aliases; a != nil {
 		t.line("  %-10s %d requests saved by canonical hints; %d withdrawn, %d of %d claims wrong, %d hosts distrusted",
-			"aliases", a.RequestsSaved, a.Withdrawn, a.ClaimsWrong, a.ClaimsChecked+a.ClaimsWrong, len(a.Distrusted))
+			"aliases", a.RequestsSaved, a.Withdrawn, a.ClaimsWrong, a.ClaimsChecked, len(a.Distrusted))
 	}
 }
 

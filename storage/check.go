@@ -125,6 +125,9 @@ func inspect(dir string) ([]Damage, residue, error) {
 			}
 		}
 	}
+	if d, ok := checkKeyRegistry(dir); !ok {
+		out = append(out, d)
+	}
 	listed, ds := checkManifest(dir)
 	out = append(out, ds...)
 	if listed == nil {
@@ -189,6 +192,38 @@ func inspect(dir string) ([]Damage, residue, error) {
 		}
 	}
 	return out, res, nil
+}
+
+// keyRegistrySanity is what Badger's KEYREGISTRY holds after its 16-byte IV (badger's sanityText,
+// in clear in a store without encryption). The crawler never encrypts, so the file holds no key
+// after it: it is 28 bytes.
+const keyRegistrySanity = "Hello Badger"
+
+// checkKeyRegistry checks Badger's KEYREGISTRY, which Badger reads before anything else and
+// refuses with a bare "Encryption key mismatch" or "Error while reading sanity text" when it is
+// damaged. A missing one is no damage: Badger writes a new one (or, read-only, does without).
+func checkKeyRegistry(dir string) (Damage, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, badger.KeyRegistryFileName))
+	if errors.Is(err, os.ErrNotExist) {
+		return Damage{}, true
+	}
+	const size = 16 + len(keyRegistrySanity)
+	var what string
+	switch {
+	case err != nil:
+		what = "cannot be read: " + err.Error()
+	case len(b) < size:
+		what = fmt.Sprintf("cut short (%d bytes, want %d)", len(b), size)
+	case string(b[16:size]) != keyRegistrySanity:
+		what = fmt.Sprintf("overwritten (bytes 16-%d are not Badger's %q)", size, keyRegistrySanity)
+	case len(b) > size:
+		what = fmt.Sprintf("has %d bytes after its end (%d bytes, want %d)", len(b)-size, len(b), size)
+	default:
+		return Damage{}, true
+	}
+	return Damage{File: badger.KeyRegistryFileName, Fatal: true, What: what +
+		": Badger cannot open the store; the crawler does not encrypt its store, so this file holds no key and no record: " +
+		"remove it (Badger writes a new one) and run again"}, false
 }
 
 // manifestHeaderSize is the MANIFEST's magic and version, before its records.

@@ -117,8 +117,8 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 	if *out != "-" {
 		fmt.Fprintf(stderr, "wrote %d records to %s\n", n, *out)
 	}
-	if noMainText > 0 {
-		fmt.Fprintf(stderr, "%d pages have no main text: their raw response was not kept (storage.keep_raw) or is unreadable, or the page is too large for extraction\n", noMainText)
+	if noMainText.Total() > 0 {
+		fmt.Fprintln(stderr, noMainText)
 	}
 	return nil
 }

@@ -81,7 +81,7 @@ func readJSONL(t *testing.T, path string) map[string]export.Record {
 // saying the store is damaged, the data dir byte-identical afterwards, and,
 // when the store can be read, a JSONL export holding every page, the ones
 // whose text was lost flagged "damaged" with as many flagged as the line
-// says and every other text equal to the undamaged export's.
+// says and every other text and main text equal to the undamaged export's.
 func TestDamagedStoreCommands(t *testing.T) {
 	t.Parallel() // its own web and data dirs
 	bin := buildSignalCrawler(t)
@@ -104,7 +104,7 @@ func TestDamagedStoreCommands(t *testing.T) {
 	}
 	flagged := regexp.MustCompile(`(\d+) of them flagged "damaged"`)
 
-	cases := []string{"truncate-sst", "truncate-manifest", "truncate-manifest-header", "truncate-vlog", "flip-vlog", "flip-vlog-many", "zero-vlog-block", "delete-vlog", "delete-sst"}
+	cases := []string{"truncate-sst", "truncate-manifest", "truncate-manifest-header", "truncate-vlog", "flip-vlog", "flip-vlog-many", "zero-vlog-block", "delete-vlog", "delete-sst", "flip-keyregistry"}
 	for _, name := range cases {
 		for seed := range uint64(2) {
 			t.Run(fmt.Sprintf("%s/%d", name, seed), func(t *testing.T) {
@@ -159,11 +159,13 @@ func TestDamagedStoreCommands(t *testing.T) {
 						switch {
 						case r.Damaged:
 							n++
-							if r.Text != "" {
-								t.Errorf("%s: flagged damaged, with a text", u)
+							if r.Text != "" && (r.MainText == nil || *r.MainText != "") {
+								t.Errorf("%s: flagged damaged, with a text and a main text", u)
 							}
 						case r.Text != want[u].Text:
 							t.Errorf("%s: text differs from the sound export's (%d bytes, want %d)", u, len(r.Text), len(want[u].Text))
+						case r.MainText == nil || want[u].MainText == nil || *r.MainText != *want[u].MainText:
+							t.Errorf("%s: not flagged damaged, and main text differs from the sound export's", u)
 						}
 					}
 					m := flagged.FindStringSubmatch(line)

@@ -119,7 +119,8 @@ func containedShare(a, b []string) float64 {
 
 // TestExportMainTextWithoutRaw: a crawl that kept no raw responses
 // (storage.keep_raw: false) exports every page whole with an empty
-// main_text, and export says how many pages have none.
+// main_text and a main_text_error saying why, and export says how many
+// pages have none, and why.
 func TestExportMainTextWithoutRaw(t *testing.T) {
 	w, err := testweb.Start(bigTextWeb(t, 10), testweb.Options{})
 	if err != nil {
@@ -147,8 +148,11 @@ func TestExportMainTextWithoutRaw(t *testing.T) {
 		if mt, ok := r["main_text"].(string); !ok || mt != "" {
 			t.Errorf("%s: main_text %q (present %v), want empty", r["url"], mt, ok)
 		}
+		if why, _ := r["main_text_error"].(string); !strings.Contains(why, "storage.keep_raw") {
+			t.Errorf("%s: main_text_error %q, want why (storage.keep_raw)", r["url"], why)
+		}
 	}
-	if !strings.Contains(stderr, "11 pages have no main text") {
-		t.Errorf("export's stderr does not count the pages without main text: %q", stderr)
+	if !strings.Contains(stderr, "11 pages have no main text") || !strings.Contains(stderr, "11 without a raw response") {
+		t.Errorf("export's stderr does not count the pages without main text by cause: %q", stderr)
 	}
 }

@@ -105,6 +105,6 @@ func WriteSummary(w io.Writer, c *crawl.Crawl, interrupted bool, elapsed time.Du
 	}
 	if a, err := c.Engine.Aliases(); err == nil && a != nil {
 		fmt.Fprintf(w, "canonical hints: %d requests saved, %d withdrawn, %d of %d claims wrong, %d hosts distrusted\n",
-			a.RequestsSaved, a.Withdrawn, a.ClaimsWrong, a.ClaimsChecked+a.ClaimsWrong, len(a.Distrusted))
+			a.RequestsSaved, a.Withdrawn, a.ClaimsWrong, a.ClaimsChecked, len(a.Distrusted))
 	}
 }

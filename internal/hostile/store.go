@@ -34,6 +34,9 @@ func StoreDamages() []StoreDamage {
 		{"flip-vlog-many", "flip one bit inside several values of a value log"},
 		{"zero-vlog-block", "overwrite 4 KiB inside a value log (.vlog) with zeros, not at its end"},
 		{"delete-vlog", "delete a value log (.vlog)"},
+		{"truncate-keyregistry", "cut Badger's KEYREGISTRY short (inside its IV or its sanity text)"},
+		{"flip-keyregistry", "flip a bit of the sanity text of Badger's KEYREGISTRY"},
+		{"append-keyregistry", "append bytes to Badger's KEYREGISTRY"},
 	}
 }
 
@@ -169,6 +172,27 @@ func DamageStore(dir, name string, r *rand.Rand) (string, error) {
 			return "", err
 		}
 		return "deleted " + base(f), os.Remove(f)
+	case "truncate-keyregistry", "flip-keyregistry", "append-keyregistry":
+		f := filepath.Join(dir, "KEYREGISTRY")
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		switch name {
+		case "truncate-keyregistry":
+			at := r.IntN(len(b))
+			return fmt.Sprintf("cut KEYREGISTRY from %d to %d bytes", len(b), at), os.Truncate(f, int64(at))
+		case "flip-keyregistry":
+			at := 16 + r.IntN(max(1, len(b)-16)) // after the random IV
+			b[at] ^= 1 << r.IntN(8)
+			return fmt.Sprintf("flipped a bit of KEYREGISTRY byte %d", at), os.WriteFile(f, b, 0o644)
+		}
+		n := 1 + r.IntN(64)
+		extra := make([]byte, n)
+		for i := range extra {
+			extra[i] = byte(r.IntN(256))
+		}
+		return fmt.Sprintf("appended %d bytes to KEYREGISTRY", n), os.WriteFile(f, append(b, extra...), 0o644)
 	}
 	return "", fmt.Errorf("unknown store damage %q", name)
 }

@@ -1,7 +1,9 @@
 package hostile_test
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/horseshoe-crawler/horseshoe/export"
 	"github.com/horseshoe-crawler/horseshoe/internal/hostile"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
@@ -149,9 +152,14 @@ func TestDamagedStore(t *testing.T) {
 					if !errors.Is(err, storage.ErrDamaged) || strings.Contains(err.Error(), "\n") {
 						t.Fatalf("read-only open: %v; want one line wrapping ErrDamaged", err)
 					}
+					// A damaged KEYREGISTRY is named, with what to do, not Badger's words.
+					if strings.Contains(d.Name, "keyregistry") && (!strings.Contains(err.Error(), "KEYREGISTRY") || !strings.Contains(err.Error(), "remove it")) {
+						t.Errorf("read-only open: %v; want the KEYREGISTRY named and what to do", err)
+					}
 					t.Logf("read-only open refused: %v", err)
 				} else {
 					checkReadable(t, f, db, d.Name, did)
+					checkExportFlags(t, db)
 					if err := db.Close(); err != nil {
 						t.Errorf("close: %v", err)
 					}
@@ -167,6 +175,30 @@ func TestDamagedStore(t *testing.T) {
 					t.Fatalf("open to resume: %v; want one line wrapping ErrDamaged", err)
 				}
 				sameFiles(t, "open to resume", before, hashDir(t, dir))
+
+				if strings.Contains(d.Name, "keyregistry") {
+					// What the error says to do: without the file, every record reads.
+					if err := os.Remove(filepath.Join(dir, "KEYREGISTRY")); err != nil {
+						t.Fatal(err)
+					}
+					db, err := storage.Open(dir, storage.Options{ReadOnly: true, MinFreeBytes: -1})
+					if err != nil {
+						t.Fatalf("read-only open without KEYREGISTRY: %v", err)
+					}
+					defer db.Close()
+					pages := 0
+					err = db.ForEachPage(func(p *storage.Page) error {
+						pages++
+						text, err := db.Text(p.ID)
+						if err != nil || text != f.texts[p.ID] {
+							t.Errorf("without KEYREGISTRY, page %d: text of %d bytes, %v", p.ID, len(text), err)
+						}
+						return nil
+					})
+					if err != nil || pages != len(f.texts) {
+						t.Errorf("without KEYREGISTRY: %d of %d pages read, %v", pages, len(f.texts), err)
+					}
+				}
 			})
 		}
 	}
@@ -218,5 +250,46 @@ func checkReadable(t *testing.T, f storeFixture, db *storage.DB, damage, did str
 	}
 	if lost > 0 && db.Unreadable()["page texts"]+db.Unreadable()["raw responses"] != lost {
 		t.Errorf("Unreadable counts %v; %d values lost", db.Unreadable(), lost)
+	}
+}
+
+// checkExportFlags exports a damaged store opened read-only as JSONL: a
+// record is flagged "damaged" exactly when its text or its raw response is
+// unreadable, and what is lost is empty (the text, or the main text made
+// from the raw response); the callback counts the records flagged.
+func checkExportFlags(t *testing.T, db *storage.DB) {
+	t.Helper()
+	ids := map[string]uint64{}
+	if err := db.ForEachPage(func(p *storage.Page) error { ids[p.URL] = p.ID; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	called := 0
+	if _, err := export.JSONL(&buf, db, export.JSONLOptions{Damaged: func(*storage.Page) { called++ }}); err != nil {
+		t.Fatalf("JSONL export: %v", err)
+	}
+	flagged := 0
+	for _, line := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+		var r export.Record
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatal(err)
+		}
+		_, terr := db.Text(ids[r.URL])
+		_, _, rerr := db.Raw(ids[r.URL])
+		textLost, rawLost := errors.Is(terr, storage.ErrDamaged), errors.Is(rerr, storage.ErrDamaged)
+		if r.Damaged {
+			flagged++
+		}
+		switch {
+		case r.Damaged != (textLost || rawLost):
+			t.Errorf("%s: damaged %v, but text lost %v, raw response lost %v", r.URL, r.Damaged, textLost, rawLost)
+		case textLost && r.Text != "":
+			t.Errorf("%s: text lost, yet exported", r.URL)
+		case rawLost && (r.MainText == nil || *r.MainText != ""):
+			t.Errorf("%s: raw response lost, yet a main text", r.URL)
+		}
+	}
+	if called != flagged {
+		t.Errorf("JSONLOptions.Damaged called %d times, %d records flagged", called, flagged)
 	}
 }
