@@ -285,6 +285,9 @@ func (f *Frontier) Next(ctx context.Context) (*frontier.Item, error) {
 		if stopped {
 			return nil, frontier.ErrDone
 		}
+		if err := f.m.Lost(); err != nil {
+			return nil, err // found by the heartbeat, a pop or the check below (lost.go)
+		}
 		it, wait, err := f.tryLease(ctx)
 		if err == nil && it == nil && wait < 0 {
 			// Nothing queued in the partitions held: is the whole crawl
@@ -502,7 +505,11 @@ func (f *Frontier) reservePop(ctx context.Context, key, host string) (it *fronti
 	undo := func() error {
 		var err error
 		if popped {
-			if _, err = m.putBackUnder(ctx, l.token, &item, raw, true); err != nil {
+			queued := raw // an item that does not decode goes back as it was
+			if derr == nil {
+				queued = EncodeItem(&item)
+			}
+			if _, err = m.putBackAs(ctx, l.token, host, raw, queued, true); err != nil {
 				f.lostBack(l.token, &item, raw, true, true, false) // refunded below
 			}
 		} else {
@@ -538,6 +545,12 @@ func (f *Frontier) reservePop(ctx context.Context, key, host string) (it *fronti
 	case perr != nil && (strings.Contains(perr.Error(), "NOTOWNER") || strings.Contains(perr.Error(), "SPENT")):
 		undo()
 		return nil, false, 0, nil
+	case perr != nil && strings.Contains(perr.Error(), "WRONGTYPE"):
+		undo()
+		err := c.wrongType(ctx, p, c.queueKey(p, host), "list", c.hostsKey(p), "set", c.inflightKey(p), "hash",
+			c.hostBudgetKey(p), "hash", c.hostFailKey(p), "hash")
+		m.setLost(err)
+		return nil, false, 0, err
 	case rerr != nil || perr != nil || berr != nil:
 		undo()
 		return nil, false, 0, wrap("lease", errors.Join(rerr, perr, berr))
@@ -556,8 +569,10 @@ func (f *Frontier) reservePop(ctx context.Context, key, host string) (it *fronti
 		}
 		return nil, true, max(w, time.Millisecond), undo()
 	case derr != nil:
-		undo()
-		return nil, true, 0, derr
+		undo() // at the head of its queue again: nothing lost
+		err := c.badItem(host, c.queueKey(p, host), raw, derr)
+		m.setLost(err)
+		return nil, true, 0, err
 	}
 	f.mu.Lock()
 	f.host(host).failures = failures // counted crawl-wide (hoststate.go)
@@ -599,6 +614,11 @@ func (f *Frontier) drainPop(ctx context.Context, host string) (*frontier.Item, e
 	hv, _ := r[1].(string)
 	it, err := DecodeItem(raw, host)
 	if err != nil {
+		if _, perr := m.putBackAs(ctx, l.token, host, raw, raw, true); perr != nil {
+			m.doneLocal(p) // in flight until the partition's next holder requeues it
+		}
+		err = c.badItem(host, c.queueKey(p, host), raw, err)
+		m.setLost(err)
 		return nil, err
 	}
 	g := givenUp(host, hv)
@@ -661,7 +681,10 @@ func (f *Frontier) forget(h string, since uint64) {
 
 // crawlDone reports whether nothing is queued and nothing in flight in the
 // whole crawl (one round trip over every partition), twice in a row, and
-// nothing is leased here.
+// nothing is leased here. Empty must not be lost (lost.go): every
+// partition's marker must hold the crawl's generation, and a partition's
+// count of queued items must be 0 when its queues are empty (a *LostError
+// otherwise).
 func (f *Frontier) crawlDone(ctx context.Context) (bool, error) {
 	f.mu.Lock()
 	active := f.active
@@ -671,10 +694,13 @@ func (f *Frontier) crawlDone(ctx context.Context) (bool, error) {
 	}
 	c := f.c
 	var spent *redis.StringCmd
+	const per = 4 // commands a partition: its host set's size, in flight, its marker, its count of queued items
 	cmds, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i := 0; i < c.partitions; i++ {
 			p.SCard(ctx, c.hostsKey(i))
 			p.HLen(ctx, c.inflightKey(i))
+			p.Get(ctx, c.genKey(i))
+			p.Get(ctx, c.queueCountKey(i))
 		}
 		if f.o.MaxPages > 0 {
 			spent = p.Get(ctx, c.budgetKey())
@@ -693,18 +719,35 @@ func (f *Frontier) crawlDone(ctx context.Context) (bool, error) {
 	}
 	held, _ := f.heldParts(time.Now())
 	busy, orphans := false, []int(nil)
-	for i, cmd := range cmds {
-		if i%2 == 0 && budgetSpent {
-			continue
+	var counted []int // partitions whose count says items are queued
+	for i := 0; i < c.partitions; i++ {
+		hosts, inflight := cmds[per*i].(*redis.IntCmd).Val(), cmds[per*i+1].(*redis.IntCmd).Val()
+		if err := c.checkMarker(i, cmds[per*i+2].(*redis.StringCmd)); err != nil {
+			f.m.setLost(err)
+			return false, err
 		}
-		if cmd, ok := cmd.(*redis.IntCmd); ok && cmd.Val() > 0 {
+		if n, _ := cmds[per*i+3].(*redis.StringCmd).Int64(); n != 0 && c.queueCounts {
+			counted = append(counted, i)
+		}
+		if hosts > 0 && !budgetSpent || inflight > 0 {
 			busy = true
-			if i%2 == 1 && i/2 < len(held) && held[i/2] {
-				// In flight in a partition held here, with nothing
-				// leased here: a pop whose reply was lost (reconcile.go).
-				orphans = append(orphans, i/2)
-			}
 		}
+		if inflight > 0 && i < len(held) && held[i] {
+			// In flight in a partition held here, with nothing
+			// leased here: a pop whose reply was lost (reconcile.go).
+			orphans = append(orphans, i)
+		}
+	}
+	if !busy && !budgetSpent && f.o.MaxPagesPerHost <= 0 && len(counted) > 0 {
+		// Nothing queued, by the host sets, while a count says otherwise
+		// (with host budgets, a spent host leaves its host set with its
+		// queue: the counts then include those).
+		p := counted[0]
+		n, _ := cmds[per*p+3].(*redis.StringCmd).Int64()
+		err := c.lost("partition %d counts %d queued items (%s) but no host of it has a queue (%s): its queues were deleted or overwritten (%d partitions disagree)",
+			p, n, c.queueCountKey(p), c.hostsKey(p), len(counted))
+		f.m.setLost(err)
+		return false, err
 	}
 	if len(orphans) > 0 {
 		f.orphansSuspected(orphans)
