@@ -693,9 +693,10 @@ func (f *Frontier) crawlDone(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	c := f.c
-	var spent *redis.StringCmd
+	var spent, gen *redis.StringCmd
 	const per = 4 // commands a partition: its host set's size, in flight, its marker, its count of queued items
 	cmds, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		gen = p.HGet(ctx, c.metaKey(), "gen")
 		for i := 0; i < c.partitions; i++ {
 			p.SCard(ctx, c.hostsKey(i))
 			p.HLen(ctx, c.inflightKey(i))
@@ -717,6 +718,11 @@ func (f *Frontier) crawlDone(ctx context.Context) (bool, error) {
 		n, _ := spent.Int64()
 		budgetSpent = n >= int64(f.o.MaxPages)
 	}
+	if err := c.checkGen(gen); err != nil {
+		f.m.setLost(err)
+		return false, err
+	}
+	cmds = cmds[1:]
 	held, _ := f.heldParts(time.Now())
 	busy, orphans := false, []int(nil)
 	var counted []int // partitions whose count says items are queued
@@ -744,8 +750,8 @@ func (f *Frontier) crawlDone(ctx context.Context) (bool, error) {
 		// queue: the counts then include those).
 		p := counted[0]
 		n, _ := cmds[per*p+3].(*redis.StringCmd).Int64()
-		err := c.lost("partition %d counts %d queued items (%s) but no host of it has a queue (%s): its queues were deleted or overwritten (%d partitions disagree)",
-			p, n, c.queueCountKey(p), c.hostsKey(p), len(counted))
+		err := c.lost("partition %d's count of queued items (%s) is %d while no host of it has a queue (%s): its queues or its count were deleted or overwritten (partitions that disagree: %d)",
+			p, c.queueCountKey(p), n, c.hostsKey(p), len(counted))
 		f.m.setLost(err)
 		return false, err
 	}
