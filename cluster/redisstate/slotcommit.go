@@ -93,6 +93,9 @@ func newSlotCommit(ops []txOp) *slotCommit {
 	}
 	sc := &slotCommit{steps: make([][]slotGroup, stepLease+1)}
 	for _, tag := range tags {
+		if onlyMarkers(byTag[tag]) {
+			continue // checked in step 0; a group of its own would cost a round trip
+		}
 		g := newSlotGroup(byTag[tag])
 		step := stepOther
 		for _, op := range g.ops {
@@ -128,6 +131,16 @@ func readsChecked(ops []txOp) int {
 		}
 	}
 	return 0
+}
+
+// onlyMarkers: ops are checks of partitions' markers (V) alone.
+func onlyMarkers(ops []txOp) bool {
+	for _, op := range ops {
+		if op.code != 'V' {
+			return false
+		}
+	}
+	return true
 }
 
 // onlyReads: ops are records read (checked at the commit), none written.
