@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/horseshoe-crawler/horseshoe/storage"
 )
 
 // Lost state. A Redis restarted without persistence, a FLUSHALL, an
@@ -220,4 +222,29 @@ func (c *Crawl) markersLost(ctx context.Context, markers []txOp) error {
 		}
 	}
 	return c.lost("a partition's marker did not hold the crawl's generation at the commit")
+}
+
+// claimDir records in data dir db the crawl and generation its pages are
+// crawled under, or checks them: a dir crawled under another generation of
+// the same crawl (its state in Redis was lost and the crawl made again,
+// from its seeds, with page ids that start again) is a *LostError; its
+// pages and ids would be mixed with the new crawl's.
+func (c *Crawl) claimDir(db *storage.DB) error {
+	want := c.name + " " + c.gen
+	b, err := db.GetMeta(storage.MetaSharedCrawl)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		if err := db.PutMeta(storage.MetaSharedCrawl, []byte(want)); err != nil {
+			return fmt.Errorf("redisstate: save the data dir's crawl: %w", err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("redisstate: the data dir's crawl: %w", err)
+	}
+	name, gen, _ := strings.Cut(string(b), " ")
+	if name == c.name && gen != c.gen {
+		return c.lost("this data dir holds pages crawled under generation %s of the crawl, and Redis holds generation %s: "+
+			"the crawl's state was lost and the crawl made again since", gen, c.gen)
+	}
+	return nil
 }

@@ -264,3 +264,41 @@ func TestStoreCommitOnLostState(t *testing.T) {
 		t.Errorf("the refused commit wrote %v", keys)
 	}
 }
+
+// TestDataDirOfLostCrawlRefused: a worker's data dir is not used for the
+// crawl made again after its state in Redis was lost (all its workers
+// stopped, Redis restarted without persistence, the crawl opened anew: a
+// new generation, page ids from 0 again); the same dir is used again under
+// the generation it was crawled under, and a new dir under the new one.
+func TestDataDirOfLostCrawlRefused(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
+	c := openOn(t, srv, Options{Partitions: 4, Capacity: 1000})
+	dir := t.TempDir()
+	newStore := func(c *Crawl, dir string) error {
+		db, err := storage.Open(dir, storage.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		_, err = c.NewStore(db, c.NewIDs(), nil, nil)
+		return err
+	}
+	if err := newStore(c, dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := newStore(openOn(t, srv, Options{}), dir); err != nil {
+		t.Fatalf("the dir again under the same generation: %v", err)
+	}
+	srv.Restart()
+	again, err := Open(ctx, srv.Client(t), "t", Options{Partitions: 4, Capacity: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := newStore(again, dir); !errors.Is(err, ErrLost) || !strings.Contains(err.Error(), "generation") {
+		t.Fatalf("the dir under the crawl made again: %v, want a lost-state error naming the generations", err)
+	}
+	if err := newStore(again, t.TempDir()); err != nil {
+		t.Fatalf("a new dir under the crawl made again: %v", err)
+	}
+}

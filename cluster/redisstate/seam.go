@@ -79,13 +79,17 @@ var (
 // crawl-wide page ids; fr, when not nil, is the worker's frontier: the
 // deletion of a leased item's queue entry (Tx.DeleteQueue) then ends its
 // lease in the same commit. An error is the data dir's keeper id
-// (keeperID) that cannot be read or saved.
+// (keeperID) that cannot be read or saved, or a data dir crawled under an
+// earlier generation of the crawl (claimDir).
 func (c *Crawl) NewStore(db *storage.DB, ids *IDs, fr *Frontier, logger *slog.Logger) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	keeper, err := keeperID(db)
 	if err != nil {
+		return nil, err
+	}
+	if err := c.claimDir(db); err != nil {
 		return nil, err
 	}
 	return &Store{c: c, db: db, ids: ids, fr: fr, logger: logger, Pause: time.Second, keeper: keeper}, nil
