@@ -680,11 +680,11 @@ func (f *Frontier) forget(h string, since uint64) {
 }
 
 // crawlDone reports whether nothing is queued and nothing in flight in the
-// whole crawl (one round trip over every partition), twice in a row, and
-// nothing is leased here. Empty must not be lost (lost.go): every
-// partition's marker must hold the crawl's generation, and a partition's
-// count of queued items must be 0 when its queues are empty (a *LostError
-// otherwise).
+// whole crawl (one round trip over every partition: a script each), twice
+// in a row, and nothing is leased here. Empty must not be lost (lost.go):
+// the meta hash and every partition's marker must hold the crawl's
+// generation, and a partition's count of queued items must be 0 when its
+// queues are empty (a *LostError otherwise).
 func (f *Frontier) crawlDone(ctx context.Context) (bool, error) {
 	f.mu.Lock()
 	active := f.active
@@ -694,22 +694,17 @@ func (f *Frontier) crawlDone(ctx context.Context) (bool, error) {
 	}
 	c := f.c
 	var spent, gen *redis.StringCmd
-	const per = 4 // commands a partition: its host set's size, in flight, its marker, its count of queued items
-	cmds, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	cmds, err := c.pipelined(ctx, "crawl done", func(p redis.Pipeliner) {
 		gen = p.HGet(ctx, c.metaKey(), "gen")
 		for i := 0; i < c.partitions; i++ {
-			p.SCard(ctx, c.hostsKey(i))
-			p.HLen(ctx, c.inflightKey(i))
-			p.Get(ctx, c.genKey(i))
-			p.Get(ctx, c.queueCountKey(i))
+			partStateScript.EvalSha(ctx, p, []string{c.hostsKey(i), c.inflightKey(i), c.genKey(i), c.queueCountKey(i)})
 		}
 		if f.o.MaxPages > 0 {
 			spent = p.Get(ctx, c.budgetKey())
 		}
-		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return false, wrap("crawl done", err)
+		return false, err
 	}
 	// With the crawl's budget spent, what is queued stays queued: the
 	// crawl is done when nothing is in flight (no page can be given back).
@@ -726,13 +721,21 @@ func (f *Frontier) crawlDone(ctx context.Context) (bool, error) {
 	held, _ := f.heldParts(time.Now())
 	busy, orphans := false, []int(nil)
 	var counted []int // partitions whose count says items are queued
+	counts := make([]int64, c.partitions)
 	for i := 0; i < c.partitions; i++ {
-		hosts, inflight := cmds[per*i].(*redis.IntCmd).Val(), cmds[per*i+1].(*redis.IntCmd).Val()
-		if err := c.checkMarker(i, cmds[per*i+2].(*redis.StringCmd)); err != nil {
+		v, err := cmds[i].(*redis.Cmd).Slice()
+		if err != nil || len(v) != 4 {
+			return false, wrap("crawl done", fmt.Errorf("partition %d: reply %v: %w", i, v, err))
+		}
+		hosts, _ := v[0].(int64)
+		inflight, _ := v[1].(int64)
+		marker, _ := v[2].(string)
+		counts[i], _ = v[3].(int64)
+		if err := c.markerLost(i, marker); err != nil {
 			f.m.setLost(err)
 			return false, err
 		}
-		if n, _ := cmds[per*i+3].(*redis.StringCmd).Int64(); n != 0 && c.queueCounts {
+		if counts[i] != 0 && c.queueCounts {
 			counted = append(counted, i)
 		}
 		if hosts > 0 && !budgetSpent || inflight > 0 {
@@ -749,7 +752,7 @@ func (f *Frontier) crawlDone(ctx context.Context) (bool, error) {
 		// (with host budgets, a spent host leaves its host set with its
 		// queue: the counts then include those).
 		p := counted[0]
-		n, _ := cmds[per*p+3].(*redis.StringCmd).Int64()
+		n := counts[p]
 		err := c.lost("partition %d's count of queued items (%s) is %d while no host of it has a queue (%s): its queues or its count were deleted or overwritten (partitions that disagree: %d)",
 			p, c.queueCountKey(p), n, c.hostsKey(p), len(counted))
 		f.m.setLost(err)
@@ -769,6 +772,16 @@ func (f *Frontier) crawlDone(ctx context.Context) (bool, error) {
 	f.emptyFor++
 	return f.emptyFor >= 2, nil
 }
+
+// partStateScript reads what crawlDone needs of one partition, at one
+// instant (a count read apart from its host set could see a push the host
+// set did not). KEYS: host set, in-flight hash, marker, count of queued
+// items. Returns {hosts with a queue, items in flight, the marker ("" when
+// none), items queued by the count}.
+var partStateScript = redis.NewScript(`#!lua flags=no-writes
+return {redis.call('SCARD', KEYS[1]), redis.call('HLEN', KEYS[2]), redis.call('GET', KEYS[3]) or '',
+  tonumber(redis.call('GET', KEYS[4]) or '0')}
+`)
 
 // Release ends the request of a leased item: the IP's clock restarts with
 // the gap the next request waits, the host's too; 429/503 and network

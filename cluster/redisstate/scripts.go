@@ -276,7 +276,7 @@ return redis.call('HDEL', KEYS[1], ARGV[1])
 
 var allScripts = []*redis.Script{doneScript, enqueueScript, markScript, acquireScript, renewScript, releaseScript,
 	popScript, putBackScript, budgetScript, refundScript, failScript, resetScript, ipReserveScript, ipReleaseScript, checkAndAddScript, pushScript, takeScript, checkLeaseScript,
-	queuedScript}
+	queuedScript, partStateScript}
 
 // loadScripts loads every script (after a restart flushed them).
 func loadScripts(ctx context.Context, rdb redis.Scripter) error {
@@ -335,7 +335,7 @@ var scriptNames = map[string]*redis.Script{
 	"fail": failScript, "reset": resetScript, "ipReserve": ipReserveScript, "ipRelease": ipReleaseScript,
 	"checkAndAdd": checkAndAddScript, "push": pushScript, "take": takeScript, "checkLease": checkLeaseScript,
 	"queued": queuedScript, "commit": commitScript, "route": routeScript, "pausedBeat": pausedBeatScript,
-	"open": openScript,
+	"open": openScript, "partState": partStateScript,
 }
 
 // ScriptNames maps each script's SHA1 (EVALSHA's first argument) to its
