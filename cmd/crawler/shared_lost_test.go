@@ -24,6 +24,7 @@ import (
 // with an error that says the state was lost and how to go on, and its
 // data dir's report does not say complete. Before, it printed "crawl
 // finished ... 0 queued left", returned nil, and the report said complete.
+// A worker started afterwards under the crawl's name is refused.
 func TestSharedCrawlLostStateFails(t *testing.T) {
 	const n, hold = 40, 5
 	reached, release := make(chan struct{}), make(chan struct{})
@@ -96,4 +97,16 @@ func TestSharedCrawlLostStateFails(t *testing.T) {
 		t.Errorf("the report of a crawl whose state was lost says complete (%d pages)", len(mr.Pages))
 	}
 	t.Logf("%v", runErr)
+
+	// A worker started again under the crawl's name, on the old dir or a
+	// new one, is refused (the old worker's record is back in Redis, the
+	// meta hash is not): the crawl is not started afresh unnoticed.
+	for _, d := range []string{dir, filepath.Join(tmp, "w2")} {
+		var out2, logs2 bytes.Buffer
+		err := run(context.Background(), crawlArgs(d, []string{"http://" + ln.Addr().String() + "/p/0"},
+			"--redis", srv.URL(), "--crawl", "lost", "--config", cfg), &out2, &logs2)
+		if err == nil || !strings.Contains(err.Error(), "lost or damaged") {
+			t.Errorf("a worker started on %s after the loss: %v; want it refused\n%s", filepath.Base(d), err, logs2.String())
+		}
+	}
 }
