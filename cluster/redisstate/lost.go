@@ -48,9 +48,9 @@ func (e *LostError) Error() string {
 	return fmt.Sprintf("redisstate: the shared state of crawl %q in Redis is lost or damaged: %s. "+
 		"The crawl cannot go on from it and is not complete. The pages fetched so far, with their links, are in the workers' data dirs "+
 		"(crawler report and export read them, --data once per dir); resuming the crawl from them is not built yet. "+
-		"To crawl again, delete the crawl's keys (redis-cli --scan --pattern 'hs:{%s*' | xargs redis-cli del) or choose a new --crawl name, "+
-		"give each worker a new data dir, and run Redis with persistence (appendonly yes) so that a restart keeps the state",
-		e.Crawl, e.What, e.Crawl)
+		"To crawl again, delete the crawl's keys (those matching 'hs:{%s}*' and 'hs:{%s/*': redis-cli --scan --pattern PATTERN | xargs redis-cli del) "+
+		"or choose a new --crawl name, give each worker a new data dir, and run Redis with persistence (appendonly yes) so that a restart keeps the state",
+		e.Crawl, e.What, e.Crawl, e.Crawl)
 }
 
 func (e *LostError) Is(target error) bool { return target == ErrLost }
