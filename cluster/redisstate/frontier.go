@@ -193,6 +193,11 @@ func (f *Frontier) partitionHosts(ctx context.Context) (hosts []string, start in
 			return nil
 		})
 		if err != nil {
+			for i, cmd := range cmds {
+				if wrongTypeErr(cmd.Err()) {
+					return nil, 0, f.lostHere(f.c.wrongType(ctx, stale[i], f.c.hostsKey(stale[i]), "set"))
+				}
+			}
 			return nil, 0, wrap("hosts", err)
 		}
 		f.mu.Lock()
@@ -314,6 +319,9 @@ func (f *Frontier) Next(ctx context.Context) (*frontier.Item, error) {
 			f.logger.Warn("shared state unavailable: waiting", "err", err)
 			wait = 500 * time.Millisecond
 		} else if err != nil {
+			if wrongTypeErr(err) && !errors.Is(err, ErrLost) {
+				err = f.lostHere(f.c.lost("a key of the crawl holds another type than its own (%v): it was overwritten and what it held is lost", err))
+			}
 			return nil, err
 		}
 		if it != nil {
@@ -545,12 +553,10 @@ func (f *Frontier) reservePop(ctx context.Context, key, host string) (it *fronti
 	case perr != nil && (strings.Contains(perr.Error(), "NOTOWNER") || strings.Contains(perr.Error(), "SPENT")):
 		undo()
 		return nil, false, 0, nil
-	case perr != nil && strings.Contains(perr.Error(), "WRONGTYPE"):
+	case wrongTypeErr(perr):
 		undo()
-		err := c.wrongType(ctx, p, c.queueKey(p, host), "list", c.hostsKey(p), "set", c.inflightKey(p), "hash",
-			c.hostBudgetKey(p), "hash", c.hostFailKey(p), "hash")
-		m.setLost(err)
-		return nil, false, 0, err
+		return nil, false, 0, f.lostHere(c.wrongType(ctx, p, c.queueKey(p, host), "list", c.hostsKey(p), "set", c.inflightKey(p), "hash",
+			c.hostBudgetKey(p), "hash", c.hostFailKey(p), "hash"))
 	case rerr != nil || perr != nil || berr != nil:
 		undo()
 		return nil, false, 0, wrap("lease", errors.Join(rerr, perr, berr))
@@ -724,6 +730,10 @@ func (f *Frontier) crawlDone(ctx context.Context) (bool, error) {
 	counts := make([]int64, c.partitions)
 	for i := 0; i < c.partitions; i++ {
 		v, err := cmds[i].(*redis.Cmd).Slice()
+		if wrongTypeErr(err) {
+			return false, f.lostHere(c.wrongType(ctx, i, c.hostsKey(i), "set", c.inflightKey(i), "hash",
+				c.genKey(i), "string", c.queueCountKey(i), "string"))
+		}
 		if err != nil || len(v) != 4 {
 			return false, wrap("crawl done", fmt.Errorf("partition %d: reply %v: %w", i, v, err))
 		}
@@ -771,6 +781,12 @@ func (f *Frontier) crawlDone(ctx context.Context) (bool, error) {
 	defer f.mu.Unlock()
 	f.emptyFor++
 	return f.emptyFor >= 2, nil
+}
+
+// lostHere records err, a *LostError, as the worker's loss, and returns it.
+func (f *Frontier) lostHere(err error) error {
+	f.m.setLost(err)
+	return err
 }
 
 // partStateScript reads what crawlDone needs of one partition, at one

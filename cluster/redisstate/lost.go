@@ -248,3 +248,9 @@ func (c *Crawl) claimDir(db *storage.DB) error {
 	}
 	return nil
 }
+
+// wrongTypeErr: err is Redis's WRONGTYPE, a command on a key that holds
+// another type than the crawl keeps there.
+func wrongTypeErr(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "WRONGTYPE")
+}

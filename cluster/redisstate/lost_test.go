@@ -98,8 +98,8 @@ func (lc *lostCrawl) fullest(t *testing.T) (host, key string) {
 // Each form of loss: a restart without persistence, FLUSHALL, the crawl
 // made again by a new worker after the restart, the keys of one partition
 // gone (a Cluster node restarted without persistence), the meta hash
-// deleted, a queue overwritten with a string, a queue deleted, a partition's
-// count of queued items deleted. Before the generation and the checks,
+// deleted, a queue or a host set overwritten with a string, a queue deleted,
+// a partition's count of queued items deleted. Before the generation and the checks,
 // each of them ended the crawl as finished, or (a queue of the wrong type)
 // ended the worker goroutines silently.
 func TestLostStateIsNotDone(t *testing.T) {
@@ -148,6 +148,12 @@ func TestLostStateIsNotDone(t *testing.T) {
 		}},
 		{"queue overwritten with a string", func(t *testing.T, lc *lostCrawl) string {
 			_, key := lc.fullest(t)
+			lc.c.rdb.Set(context.Background(), key, "x", 0)
+			return key + ", a key of partition"
+		}},
+		{"host set overwritten with a string", func(t *testing.T, lc *lostCrawl) string {
+			host, _ := lc.fullest(t)
+			key := lc.c.hostsKey(lc.c.PartitionOf(host))
 			lc.c.rdb.Set(context.Background(), key, "x", 0)
 			return key + ", a key of partition"
 		}},
