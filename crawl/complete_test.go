@@ -26,3 +26,22 @@ func TestRunNotCompleteWhenQueueUnknown(t *testing.T) {
 		}
 	}
 }
+
+// A frontier that cannot go on (Next's error other than frontier.ErrDone: a
+// shared crawl's state lost in Redis) stops the run with that error, and the
+// run is not recorded complete, whatever an earlier run recorded. Before,
+// the worker goroutines ended on it as on a finished crawl: the run said
+// complete.
+func TestRunStopsOnFrontierError(t *testing.T) {
+	e, s, f := testEngine(t, Options{})
+	lost := errors.New("shared crawl state lost: partition 3's keys are gone")
+	f.nextErr = lost
+	s.meta[storage.MetaComplete] = []byte("true") // an earlier run's
+	err := e.Run(context.Background(), context.Background())
+	if !errors.Is(err, lost) {
+		t.Fatalf("run: %v, want the frontier's error", err)
+	}
+	if got := string(s.meta[storage.MetaComplete]); got != "false" {
+		t.Errorf("complete %q after the frontier's error, want false", got)
+	}
+}

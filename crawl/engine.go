@@ -18,6 +18,7 @@ package crawl
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -296,6 +297,9 @@ func (e *Engine) Run(ctx, hard context.Context) error {
 	stopLookups()
 	stopMirror()
 	if err := e.fatal(); err != nil {
+		// Not complete, whatever an earlier run on this data dir said (the
+		// store may be what failed: then it keeps what it had).
+		_ = e.st.PutMeta(e.sctx, storage.MetaComplete, []byte("false"))
 		return err
 	}
 	st := e.fr.Stats()
@@ -317,6 +321,11 @@ func (e *Engine) runWorkers(ctx, hard context.Context) {
 			for {
 				it, err := e.fr.Next(ctx)
 				if err != nil {
+					if !errors.Is(err, frontier.ErrDone) && ctx.Err() == nil {
+						// Not a finished crawl: a frontier that cannot go on
+						// (a shared crawl's state lost in Redis) stops it.
+						e.setFatal(fmt.Errorf("frontier: %w", err))
+					}
 					return
 				}
 				e.handle(hard, it)

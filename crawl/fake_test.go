@@ -201,6 +201,7 @@ type fakeFrontier struct {
 	requeue  bool // Release's answer
 	giveUps  []frontier.GiveUp
 	statsErr error // Stats's Err (a shared crawl's queue that cannot be read)
+	nextErr  error // Next's error (nil: frontier.ErrDone, nothing to lease)
 }
 
 func newFakeFrontier() *fakeFrontier { return &fakeFrontier{seq: map[string]uint64{}} }
@@ -208,7 +209,10 @@ func newFakeFrontier() *fakeFrontier { return &fakeFrontier{seq: map[string]uint
 var _ Frontier = (*fakeFrontier)(nil)
 
 func (f *fakeFrontier) Next(ctx context.Context) (*frontier.Item, error) {
-	return nil, context.Canceled
+	if f.nextErr != nil {
+		return nil, f.nextErr
+	}
+	return nil, frontier.ErrDone
 }
 func (f *fakeFrontier) Release(it *frontier.Item, o frontier.Outcome) bool {
 	f.released = append(f.released, o)

@@ -37,6 +37,11 @@ const (
 	// of session's keptWorker: one per run), so that a report of the data
 	// dirs alone shows the crawl's workers.
 	MetaWorkers = "workers"
+	// MetaSharedCrawl is, in a crawl shared through Redis, the crawl's name
+	// and generation ("name generation") the data dir's pages were crawled
+	// under: a data dir is not used for the crawl made again after its
+	// state in Redis was lost (cluster/redisstate/lost.go).
+	MetaSharedCrawl = "shared_crawl"
 )
 
 // MetaInt returns the decimal metadata value name; ok is false when there is

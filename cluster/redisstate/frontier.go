@@ -193,6 +193,11 @@ func (f *Frontier) partitionHosts(ctx context.Context) (hosts []string, start in
 			return nil
 		})
 		if err != nil {
+			for i, cmd := range cmds {
+				if wrongTypeErr(cmd.Err()) {
+					return nil, 0, f.lostHere(f.c.wrongType(ctx, stale[i], f.c.hostsKey(stale[i]), "set"))
+				}
+			}
 			return nil, 0, wrap("hosts", err)
 		}
 		f.mu.Lock()
@@ -285,6 +290,9 @@ func (f *Frontier) Next(ctx context.Context) (*frontier.Item, error) {
 		if stopped {
 			return nil, frontier.ErrDone
 		}
+		if err := f.m.Lost(); err != nil {
+			return nil, err // found by the heartbeat, a pop or the check below (lost.go)
+		}
 		it, wait, err := f.tryLease(ctx)
 		if err == nil && it == nil && wait < 0 {
 			// Nothing queued in the partitions held: is the whole crawl
@@ -311,6 +319,9 @@ func (f *Frontier) Next(ctx context.Context) (*frontier.Item, error) {
 			f.logger.Warn("shared state unavailable: waiting", "err", err)
 			wait = 500 * time.Millisecond
 		} else if err != nil {
+			if wrongTypeErr(err) && !errors.Is(err, ErrLost) {
+				err = f.lostHere(f.c.lost("a key of the crawl holds another type than its own (%v): it was overwritten and what it held is lost", err))
+			}
 			return nil, err
 		}
 		if it != nil {
@@ -502,7 +513,11 @@ func (f *Frontier) reservePop(ctx context.Context, key, host string) (it *fronti
 	undo := func() error {
 		var err error
 		if popped {
-			if _, err = m.putBackUnder(ctx, l.token, &item, raw, true); err != nil {
+			queued := raw // an item that does not decode goes back as it was
+			if derr == nil {
+				queued = EncodeItem(&item)
+			}
+			if _, err = m.putBackAs(ctx, l.token, host, raw, queued, true); err != nil {
 				f.lostBack(l.token, &item, raw, true, true, false) // refunded below
 			}
 		} else {
@@ -538,6 +553,10 @@ func (f *Frontier) reservePop(ctx context.Context, key, host string) (it *fronti
 	case perr != nil && (strings.Contains(perr.Error(), "NOTOWNER") || strings.Contains(perr.Error(), "SPENT")):
 		undo()
 		return nil, false, 0, nil
+	case wrongTypeErr(perr):
+		undo()
+		return nil, false, 0, f.lostHere(c.wrongType(ctx, p, c.queueKey(p, host), "list", c.hostsKey(p), "set", c.inflightKey(p), "hash",
+			c.hostBudgetKey(p), "hash", c.hostFailKey(p), "hash"))
 	case rerr != nil || perr != nil || berr != nil:
 		undo()
 		return nil, false, 0, wrap("lease", errors.Join(rerr, perr, berr))
@@ -556,8 +575,10 @@ func (f *Frontier) reservePop(ctx context.Context, key, host string) (it *fronti
 		}
 		return nil, true, max(w, time.Millisecond), undo()
 	case derr != nil:
-		undo()
-		return nil, true, 0, derr
+		undo() // at the head of its queue again: nothing lost
+		err := c.badItem(host, c.queueKey(p, host), raw, derr)
+		m.setLost(err)
+		return nil, true, 0, err
 	}
 	f.mu.Lock()
 	f.host(host).failures = failures // counted crawl-wide (hoststate.go)
@@ -599,6 +620,11 @@ func (f *Frontier) drainPop(ctx context.Context, host string) (*frontier.Item, e
 	hv, _ := r[1].(string)
 	it, err := DecodeItem(raw, host)
 	if err != nil {
+		if _, perr := m.putBackAs(ctx, l.token, host, raw, raw, true); perr != nil {
+			m.doneLocal(p) // in flight until the partition's next holder requeues it
+		}
+		err = c.badItem(host, c.queueKey(p, host), raw, err)
+		m.setLost(err)
 		return nil, err
 	}
 	g := givenUp(host, hv)
@@ -660,8 +686,11 @@ func (f *Frontier) forget(h string, since uint64) {
 }
 
 // crawlDone reports whether nothing is queued and nothing in flight in the
-// whole crawl (one round trip over every partition), twice in a row, and
-// nothing is leased here.
+// whole crawl (one round trip over every partition: a script each), twice
+// in a row, and nothing is leased here. Empty must not be lost (lost.go):
+// the meta hash and every partition's marker must hold the crawl's
+// generation, and a partition's count of queued items must be 0 when its
+// queues are empty (a *LostError otherwise).
 func (f *Frontier) crawlDone(ctx context.Context) (bool, error) {
 	f.mu.Lock()
 	active := f.active
@@ -670,19 +699,18 @@ func (f *Frontier) crawlDone(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	c := f.c
-	var spent *redis.StringCmd
-	cmds, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	var spent, gen *redis.StringCmd
+	cmds, err := c.pipelined(ctx, "crawl done", func(p redis.Pipeliner) {
+		gen = p.HGet(ctx, c.metaKey(), "gen")
 		for i := 0; i < c.partitions; i++ {
-			p.SCard(ctx, c.hostsKey(i))
-			p.HLen(ctx, c.inflightKey(i))
+			partStateScript.EvalSha(ctx, p, []string{c.hostsKey(i), c.inflightKey(i), c.genKey(i), c.queueCountKey(i)})
 		}
 		if f.o.MaxPages > 0 {
 			spent = p.Get(ctx, c.budgetKey())
 		}
-		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return false, wrap("crawl done", err)
+		return false, err
 	}
 	// With the crawl's budget spent, what is queued stays queued: the
 	// crawl is done when nothing is in flight (no page can be given back).
@@ -691,20 +719,54 @@ func (f *Frontier) crawlDone(ctx context.Context) (bool, error) {
 		n, _ := spent.Int64()
 		budgetSpent = n >= int64(f.o.MaxPages)
 	}
+	if err := c.checkGen(gen); err != nil {
+		f.m.setLost(err)
+		return false, err
+	}
+	cmds = cmds[1:]
 	held, _ := f.heldParts(time.Now())
 	busy, orphans := false, []int(nil)
-	for i, cmd := range cmds {
-		if i%2 == 0 && budgetSpent {
-			continue
+	var counted []int // partitions whose count says items are queued
+	counts := make([]int64, c.partitions)
+	for i := 0; i < c.partitions; i++ {
+		v, err := cmds[i].(*redis.Cmd).Slice()
+		if wrongTypeErr(err) {
+			return false, f.lostHere(c.wrongType(ctx, i, c.hostsKey(i), "set", c.inflightKey(i), "hash",
+				c.genKey(i), "string", c.queueCountKey(i), "string"))
 		}
-		if cmd, ok := cmd.(*redis.IntCmd); ok && cmd.Val() > 0 {
+		if err != nil || len(v) != 4 {
+			return false, wrap("crawl done", fmt.Errorf("partition %d: reply %v: %w", i, v, err))
+		}
+		hosts, _ := v[0].(int64)
+		inflight, _ := v[1].(int64)
+		marker, _ := v[2].(string)
+		counts[i], _ = v[3].(int64)
+		if err := c.markerLost(i, marker); err != nil {
+			f.m.setLost(err)
+			return false, err
+		}
+		if counts[i] != 0 && c.queueCounts {
+			counted = append(counted, i)
+		}
+		if hosts > 0 && !budgetSpent || inflight > 0 {
 			busy = true
-			if i%2 == 1 && i/2 < len(held) && held[i/2] {
-				// In flight in a partition held here, with nothing
-				// leased here: a pop whose reply was lost (reconcile.go).
-				orphans = append(orphans, i/2)
-			}
 		}
+		if inflight > 0 && i < len(held) && held[i] {
+			// In flight in a partition held here, with nothing
+			// leased here: a pop whose reply was lost (reconcile.go).
+			orphans = append(orphans, i)
+		}
+	}
+	if !busy && !budgetSpent && f.o.MaxPagesPerHost <= 0 && len(counted) > 0 {
+		// Nothing queued, by the host sets, while a count says otherwise
+		// (with host budgets, a spent host leaves its host set with its
+		// queue: the counts then include those).
+		p := counted[0]
+		n := counts[p]
+		err := c.lost("partition %d's count of queued items (%s) is %d while no host of it has a queue (%s): its queues or its count were deleted or overwritten (partitions that disagree: %d)",
+			p, c.queueCountKey(p), n, c.hostsKey(p), len(counted))
+		f.m.setLost(err)
+		return false, err
 	}
 	if len(orphans) > 0 {
 		f.orphansSuspected(orphans)
@@ -720,6 +782,22 @@ func (f *Frontier) crawlDone(ctx context.Context) (bool, error) {
 	f.emptyFor++
 	return f.emptyFor >= 2, nil
 }
+
+// lostHere records err, a *LostError, as the worker's loss, and returns it.
+func (f *Frontier) lostHere(err error) error {
+	f.m.setLost(err)
+	return err
+}
+
+// partStateScript reads what crawlDone needs of one partition, at one
+// instant (a count read apart from its host set could see a push the host
+// set did not). KEYS: host set, in-flight hash, marker, count of queued
+// items. Returns {hosts with a queue, items in flight, the marker ("" when
+// none), items queued by the count}.
+var partStateScript = redis.NewScript(`#!lua flags=no-writes
+return {redis.call('SCARD', KEYS[1]), redis.call('HLEN', KEYS[2]), redis.call('GET', KEYS[3]) or '',
+  tonumber(redis.call('GET', KEYS[4]) or '0')}
+`)
 
 // Release ends the request of a leased item: the IP's clock restarts with
 // the gap the next request waits, the host's too; 429/503 and network

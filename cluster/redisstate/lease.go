@@ -82,6 +82,29 @@ type Member struct {
 	beat     int64       // Redis time of the last heartbeat, ms
 	final    *WorkerInfo // the record Leave published
 	paused   string      // why Redis refused the last heartbeat, when pausedBeat stood in for it
+	lost     error       // the first loss of the crawl's state found (lost.go): a *LostError
+}
+
+// Lost is the first loss of the crawl's shared state the worker found (a
+// *LostError), nil while it found none.
+func (m *Member) Lost() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lost
+}
+
+// setLost records err, a *LostError (nil: nothing), as Lost.
+func (m *Member) setLost(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lostLocked(err)
+}
+
+func (m *Member) lostLocked(err error) {
+	if err != nil && m.lost == nil {
+		m.lost = err
+		m.notifyLocked() // Next waits on Changed
+	}
 }
 
 // Join makes worker id a member of the crawl and starts its heartbeat, which
@@ -205,10 +228,11 @@ func (m *Member) register(ctx context.Context, ttl int64) (int, error) {
 	if m.o.Info != nil {
 		m.publishCmd(ctx, pipe, m.info(ms, ttl, false))
 	}
+	gen := pipe.HGet(ctx, c.metaKey(), "gen") // the crawl's own: its state was not lost (lost.go); last, so that its nil is not the first error
 	m.mu.Lock()
 	m.beat = ms
 	m.mu.Unlock()
-	if cmds, err := pipe.Exec(ctx); err != nil {
+	if cmds, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		if cerr := firstErr(cmds); cerr != nil && unavailableReason(cerr) != "" {
 			err = cerr // a command refused (OOM ...) aborted the transaction (EXECABORT)
 		}
@@ -222,6 +246,10 @@ func (m *Member) register(ctx context.Context, ttl int64) (int, error) {
 			}
 		}
 		return 0, err // the round stops here: no partitions given up or taken
+	}
+	if err := c.checkGen(gen); err != nil {
+		m.setLost(err)
+		return 0, err
 	}
 	return int(max(n.Val(), 1)), nil
 }
@@ -364,8 +392,8 @@ func (m *Member) take(ctx context.Context, share int, ttl int64) error {
 	res, err := c.pipelined(ctx, "acquire leases", func(p redis.Pipeliner) {
 		for _, part := range free {
 			acquireScript.EvalSha(ctx, p, []string{c.leaseKey(part), c.epochKey(part), c.inflightKey(part), c.hostsKey(part),
-				c.robotsKey(part), c.hostBudgetKey(part)},
-				m.id, ttl, c.queuePrefix(part))
+				c.robotsKey(part), c.hostBudgetKey(part), c.genKey(part)},
+				m.id, ttl, c.queuePrefix(part), c.gen)
 		}
 	})
 	if err != nil {
@@ -375,6 +403,11 @@ func (m *Member) take(ctx context.Context, share int, ttl int64) error {
 	defer m.mu.Unlock()
 	got := false
 	for i, cmd := range res {
+		if r, _ := cmd.(*redis.Cmd).Slice(); len(r) == 3 && r[0] == int64(-1) {
+			marker, _ := r[2].(string)
+			m.lostLocked(c.markerLost(free[i], marker))
+			continue
+		}
 		v, err := cmd.(*redis.Cmd).Int64Slice()
 		if err != nil || len(v) != 2 || v[0] == 0 {
 			continue
@@ -572,15 +605,21 @@ func (m *Member) PutBack(ctx context.Context, it *frontier.Item, raw string, fro
 // not under a later lease of the same worker (taken after the first ran out,
 // whose acquire requeued the item: it may be in flight again, popped anew).
 func (m *Member) putBackUnder(ctx context.Context, token string, it *frontier.Item, raw string, front bool) (bool, error) {
+	return m.putBackAs(ctx, token, it.Host, raw, EncodeItem(it), front)
+}
+
+// putBackAs is putBackUnder with the item to queue as it is to be queued
+// (an item that does not decode goes back as it was).
+func (m *Member) putBackAs(ctx context.Context, token, host, raw, queued string, front bool) (bool, error) {
 	c := m.c
-	p := c.PartitionOf(it.Host)
+	p := c.PartitionOf(host)
 	where := "back"
 	if front {
 		where = "front"
 	}
 	v, err := c.run(ctx, "put back", putBackScript,
-		[]string{c.leaseKey(p), c.queueKey(p, it.Host), c.hostsKey(p), c.inflightKey(p), c.hostBudgetKey(p)},
-		token, it.Host, raw, EncodeItem(it), where)
+		[]string{c.leaseKey(p), c.queueKey(p, host), c.hostsKey(p), c.inflightKey(p), c.hostBudgetKey(p)},
+		token, host, raw, queued, where)
 	if err != nil {
 		return false, err
 	}

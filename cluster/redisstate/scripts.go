@@ -74,10 +74,15 @@ end
 // robots.txt entries of the last lease go: robots.txt is fetched once per host
 // and lease, so they would not be used again (and Redis holds only the
 // entries of hosts crawled under the leases now held).
-// KEYS: lease, epoch, in-flight hash, host set, robots hash, host budgets.
-// ARGV: worker, ttl ms, queue key prefix.
-// Returns {epoch, items requeued}, or {0, 0} when the lease is held.
+// A partition whose marker does not hold the crawl's generation is not
+// taken: its state was lost (lost.go).
+// KEYS: lease, epoch, in-flight hash, host set, robots hash, host budgets,
+// marker. ARGV: worker, ttl ms, queue key prefix, generation.
+// Returns {epoch, items requeued}, {0, 0} when the lease is held, or
+// {-1, 0, the marker's value or false} when the partition's state is lost.
 var acquireScript = redis.NewScript(`#!lua` + requeueAll + `
+local gen = redis.call('GET', KEYS[7])
+if gen ~= ARGV[4] then return {-1, 0, gen} end
 if redis.call('EXISTS', KEYS[1]) == 1 then return {0, 0} end
 local epoch = redis.call('INCR', KEYS[2])
 redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. epoch, 'PX', ARGV[2])
@@ -271,7 +276,7 @@ return redis.call('HDEL', KEYS[1], ARGV[1])
 
 var allScripts = []*redis.Script{doneScript, enqueueScript, markScript, acquireScript, renewScript, releaseScript,
 	popScript, putBackScript, budgetScript, refundScript, failScript, resetScript, ipReserveScript, ipReleaseScript, checkAndAddScript, pushScript, takeScript, checkLeaseScript,
-	queuedScript}
+	queuedScript, partStateScript}
 
 // loadScripts loads every script (after a restart flushed them).
 func loadScripts(ctx context.Context, rdb redis.Scripter) error {
@@ -330,6 +335,7 @@ var scriptNames = map[string]*redis.Script{
 	"fail": failScript, "reset": resetScript, "ipReserve": ipReserveScript, "ipRelease": ipReleaseScript,
 	"checkAndAdd": checkAndAddScript, "push": pushScript, "take": takeScript, "checkLease": checkLeaseScript,
 	"queued": queuedScript, "commit": commitScript, "route": routeScript, "pausedBeat": pausedBeatScript,
+	"open": openScript, "partState": partStateScript,
 }
 
 // ScriptNames maps each script's SHA1 (EVALSHA's first argument) to its

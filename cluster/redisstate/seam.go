@@ -79,13 +79,17 @@ var (
 // crawl-wide page ids; fr, when not nil, is the worker's frontier: the
 // deletion of a leased item's queue entry (Tx.DeleteQueue) then ends its
 // lease in the same commit. An error is the data dir's keeper id
-// (keeperID) that cannot be read or saved.
+// (keeperID) that cannot be read or saved, or a data dir crawled under an
+// earlier generation of the crawl (claimDir).
 func (c *Crawl) NewStore(db *storage.DB, ids *IDs, fr *Frontier, logger *slog.Logger) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	keeper, err := keeperID(db)
 	if err != nil {
+		return nil, err
+	}
+	if err := c.claimDir(db); err != nil {
 		return nil, err
 	}
 	return &Store{c: c, db: db, ids: ids, fr: fr, logger: logger, Pause: time.Second, keeper: keeper}, nil
@@ -227,7 +231,7 @@ type hkey struct{ key, field string }
 
 // txOp is one buffered Redis write or check, applied by commitScript.
 type txOp struct {
-	code       byte // N: mark (check absent, set), T: take (check value, delete), G/A: read (check value/absent), H: set, D: delete, R: rpush, S: sadd, X: xadd (field: the cap), E: end of a lease (value: the epoch popped under)
+	code       byte // N: mark (check absent, set), T: take (check value, delete), G/A: read (check value/absent), H: set, D: delete, R: rpush, S: sadd, X: xadd (field: the cap), E: end of a lease (value: the epoch popped under), V: a partition's marker (check the value: lost.go)
 	key, field string
 	value      string
 }
@@ -741,6 +745,8 @@ func (t *seamTx) TakeEvidence(kind, key string) ([]byte, bool, error) {
 // one it was popped under (doneScript); else it is left and counted. A push
 // (R) grows the partition's count of queued items (queueCountKey, in the
 // queue's slot).
+// A partition's marker (V, first) that does not hold the crawl's generation
+// returns -1 before anything: its state was lost (lost.go).
 // KEYS: the keys named. ARGV: per op its code, key index, field, value.
 // (Plain: one command an op. Grouping a hash's checks into one HMGET and its
 // writes into one HSET cost Redis more CPU than it saved, measured: the Lua
@@ -748,7 +754,9 @@ func (t *seamTx) TakeEvidence(kind, key string) ([]byte, bool, error) {
 var commitScript = redis.NewScript(`#!lua
 for i = 1, #ARGV, 4 do
   local c, k, f = ARGV[i], KEYS[tonumber(ARGV[i+1])], ARGV[i+2]
-  if c == 'N' or c == 'A' then
+  if c == 'V' then
+    if redis.call('GET', k) ~= ARGV[i+3] then return -1 end
+  elseif c == 'N' or c == 'A' then
     if redis.call('HEXISTS', k, f) == 1 then return 0 end
   elseif c == 'T' or c == 'G' then
     if redis.call('HGET', k, f) ~= ARGV[i+3] then return 0 end
@@ -779,10 +787,11 @@ func (t *seamTx) commit() error {
 	if t.s.c.onCluster() {
 		return t.commitSlots()
 	}
+	markers := t.s.c.markerOps(t.ops)
 	idx := map[string]int{}
 	var keys []string
-	args := make([]any, 0, 4*len(t.ops))
-	for _, op := range t.ops {
+	args := make([]any, 0, 4*(len(markers)+len(t.ops)))
+	for _, op := range append(markers, t.ops...) {
 		if op.code == '!' {
 			return fmt.Errorf("redisstate: %s", op.value)
 		}
@@ -799,6 +808,9 @@ func (t *seamTx) commit() error {
 		return err
 	}
 	n, _ := v.(int64)
+	if n == -1 {
+		return t.s.c.markersLost(t.ctx, markers)
+	}
 	if n < 1 {
 		return errConflict
 	}

@@ -93,6 +93,9 @@ func newSlotCommit(ops []txOp) *slotCommit {
 	}
 	sc := &slotCommit{steps: make([][]slotGroup, stepLease+1)}
 	for _, tag := range tags {
+		if onlyMarkers(byTag[tag]) {
+			continue // checked in step 0; a group of its own would cost a round trip
+		}
 		g := newSlotGroup(byTag[tag])
 		step := stepOther
 		for _, op := range g.ops {
@@ -130,6 +133,16 @@ func readsChecked(ops []txOp) int {
 	return 0
 }
 
+// onlyMarkers: ops are checks of partitions' markers (V) alone.
+func onlyMarkers(ops []txOp) bool {
+	for _, op := range ops {
+		if op.code != 'V' {
+			return false
+		}
+	}
+	return true
+}
+
 // onlyReads: ops are records read (checked at the commit), none written.
 func onlyReads(ops []txOp) bool {
 	for _, op := range ops {
@@ -164,8 +177,9 @@ func (t *seamTx) commitSlots() error {
 				return fmt.Errorf("redisstate: %s", op.value)
 			}
 		}
-		t.slots = newSlotCommit(t.ops)
-		ok, err := t.s.c.checkSlots(t.ctx, t.ops)
+		ops := append(t.s.c.markerOps(t.ops), t.ops...)
+		t.slots = newSlotCommit(ops)
+		ok, err := t.s.c.checkSlots(t.ctx, ops)
 		if err != nil {
 			t.slots = nil
 			return err
@@ -235,7 +249,7 @@ func (c *Crawl) checkSlots(ctx context.Context, ops []txOp) (bool, error) {
 	var checks []txOp
 	for _, op := range ops {
 		switch op.code {
-		case 'N', 'A', 'T', 'G':
+		case 'N', 'A', 'T', 'G', 'V':
 			checks = append(checks, op)
 		}
 	}
@@ -244,7 +258,11 @@ func (c *Crawl) checkSlots(ctx context.Context, ops []txOp) (bool, error) {
 	}
 	cmds, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, op := range checks {
-			p.HGet(ctx, op.key, op.field)
+			if op.code == 'V' {
+				p.Get(ctx, op.key)
+			} else {
+				p.HGet(ctx, op.key, op.field)
+			}
 		}
 		return nil
 	})
@@ -255,6 +273,12 @@ func (c *Crawl) checkSlots(ctx context.Context, ops []txOp) (bool, error) {
 		v, err := cmds[i].(*redis.StringCmd).Result()
 		if err != nil && !isNil(err) {
 			return false, wrap("commit check", err)
+		}
+		if op.code == 'V' {
+			if p, ok := c.partitionOfTag(hashTag(op.key)); ok && v != op.value {
+				return false, c.markerLost(p, v)
+			}
+			continue
 		}
 		absent := op.code == 'N' || op.code == 'A'
 		if absent && err == nil || !absent && (err != nil || v != op.value) {
@@ -291,7 +315,9 @@ func (c *Crawl) applyGroups(ctx context.Context, gs []slotGroup) (ok bool, stale
 				left, err = append(left, gs[i]), cerr
 			default:
 				n, _ := v.(int64)
-				if n < 1 {
+				if n == -1 && err == nil {
+					left, err = append(left, gs[i]), c.lost("a partition's marker (%s) no longer holds the crawl's generation", gs[i].keys[0])
+				} else if n < 1 {
 					ok, left = false, append(left, gs[i]) // wrote nothing
 				} else {
 					stale += n - 1

@@ -353,3 +353,43 @@ func TestSlotCommitPutBack(t *testing.T) {
 		t.Errorf("summary %q: the other worker's write lost", v)
 	}
 }
+
+// A commit on a Cluster that writes to a partition whose keys are gone (its
+// node restarted without persistence) is refused with a *LostError naming
+// the partition's marker: by the first check, with nothing written; and
+// when the loss comes after the first check, by the partition's group (not
+// taken for a conflict, whose rerun would write the links into the lost
+// partition).
+func TestSlotCommitLostPartition(t *testing.T) {
+	ctx := context.Background()
+	c, st := clusterStore(t, "lost", nil)
+	ev := c.evidenceKey("m")
+	if err := c.rdb.HSet(ctx, ev, "k", "v").Err(); err != nil {
+		t.Fatal(err)
+	}
+	hA, hB := twoPartitionHosts(c)
+	pb := c.PartitionOf(hB)
+
+	tx := slotTx(t, st, "http://"+hA+"/1", "http://"+hB+"/2")
+	c.rdb.Del(ctx, c.genKey(pb))
+	if err := tx.commitSlots(); !errors.Is(err, ErrLost) || !strings.Contains(err.Error(), c.genKey(pb)) {
+		t.Fatalf("commit into a partition whose marker is gone: %v, want a lost-state error naming it", err)
+	}
+	if q := queued(t, c, hA); len(q) != 0 {
+		t.Errorf("queue of %s %q after a commit refused by its first check", hA, q)
+	}
+	if v, _ := c.rdb.HGet(ctx, ev, "k").Result(); v != "v" {
+		t.Errorf("evidence %q after a commit refused by its first check", v)
+	}
+
+	if err := c.markPartitions(ctx); err != nil { // the marker back
+		t.Fatal(err)
+	}
+	tx = slotTx(t, st, "http://"+hA+"/3", "http://"+hB+"/4")
+	tx.slots = newSlotCommit(append(c.markerOps(tx.ops), tx.ops...))
+	tx.slots.next = stepLinks // the first check passed
+	c.rdb.Del(ctx, c.genKey(pb))
+	if err := tx.commitSlots(); !errors.Is(err, ErrLost) || errors.Is(err, errConflict) {
+		t.Fatalf("commit into a partition lost after the first check: %v, want a lost-state error", err)
+	}
+}

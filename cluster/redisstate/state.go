@@ -93,7 +93,8 @@ type Crawl struct {
 	superBkts   int // power of two
 	recordBkts  int // power of two
 
-	queueCounts bool // the partitions' counts of queued items are kept (layout 2; queueCountKey)
+	queueCounts bool   // the partitions' counts of queued items are kept (layout 2; queueCountKey)
+	gen         string // the crawl's generation (lost.go): in its meta hash and every partition's marker
 }
 
 // Open joins crawl name in rdb, creating its layout from o if it is new (an
@@ -113,15 +114,25 @@ func Open(ctx context.Context, rdb redis.UniversalClient, name string, o Options
 		"super_bkts":   pow2(o.Pages * int64(o.KeysPerPage) / entriesPerBucket),
 		"record_bkts":  pow2(o.Pages / entriesPerBucket),
 	}
-	pipe := rdb.TxPipeline()
-	for k, v := range want {
-		pipe.HSetNX(ctx, meta, k, v)
+	args := make([]any, 0, 2*len(want)+2)
+	for _, k := range []string{"version", "partitions", "seen_buckets", "exact_bkts", "super_bkts", "record_bkts"} {
+		args = append(args, k, want[k])
 	}
-	get := pipe.HGetAll(ctx, meta)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, wrap("open crawl", err)
+	args = append(args, "gen", newGen())
+	v, err := c.run(ctx, "open crawl", openScript, []string{meta, c.idsKey(), c.infoKey(), c.workersKey()}, args...)
+	if err != nil {
+		if what, ok := lostReply(err); ok {
+			return nil, c.lost("its meta hash %s is gone while %s remains", meta, what)
+		}
+		return nil, err
 	}
-	m := get.Val()
+	m := map[string]string{}
+	if kv, ok := v.([]any); ok {
+		for i := 0; i+1 < len(kv); i += 2 {
+			k, _ := kv[i].(string)
+			m[k], _ = kv[i+1].(string)
+		}
+	}
 	if m["version"] != layoutVersion && m["version"] != layoutVersion1 {
 		return nil, fmt.Errorf("redisstate: crawl %q has layout %q, this build uses %q (or %q)", name, m["version"], layoutVersion, layoutVersion1)
 	}
@@ -136,6 +147,12 @@ func Open(ctx context.Context, rdb redis.UniversalClient, name string, o Options
 			return nil, fmt.Errorf("redisstate: crawl %q: bad %s %q in its meta hash", name, f.key, m[f.key])
 		}
 		*f.dst = n
+	}
+	c.gen = m["gen"]
+	if m["ready"] == "" {
+		if err := c.markPartitions(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }
