@@ -51,9 +51,11 @@ test-race:
 	$(GO) test -race -short -count=1 -timeout 20m $(PKGS)
 
 # The end-to-end tier: -tags e2e, without -short, over the packages that have
-# such tests (their fast tests run again too).
+# such tests (their fast tests run again too). Its output is what go test
+# prints (each package's line, every failing test's whole output), then the
+# slowest tests (internal/testsummary).
 test-e2e:
-	$(WITH_TEST_ENV) $(GO) test -tags e2e -count=1 -timeout 45m $(E2E_PKGS)
+	$(WITH_TEST_ENV) bash -o pipefail -c '$(GO) test -tags e2e -json -count=1 -timeout 45m $(E2E_PKGS) | $(GO) run ./internal/testsummary
 
 # The end-to-end tier N times (make flake N=10): each failure with its run,
 # its last lines and its replay command.
