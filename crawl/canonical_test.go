@@ -374,7 +374,7 @@ func TestCanonicalManyHeldWithdrawn(t *testing.T) {
 	}
 	pages[fmt.Sprintf("/p%d", n)] = append(pages[fmt.Sprintf("/p%d", n)], "/z")
 	pages["/"] = home
-	r := runCrawl(t, crawlConfig{ScopeAny: true, Resolver: res, Timeout: 60 * time.Second}, base+"/")
+	r := runCrawl(t, crawlConfig{ScopeAny: true, Resolver: res, Timeout: 5 * time.Minute}, base+"/")
 
 	for i := 1; i <= n; i++ {
 		if rec := r.Pages[fmt.Sprintf("%s/p%d", www, i)]; rec == nil || rec.Status != 200 {

@@ -298,7 +298,9 @@ func (c crawlConfig) withDefaults() crawlConfig {
 		c.MaxFailures = 10
 	}
 	if c.Timeout == 0 {
-		c.Timeout = 20 * time.Second
+		// A hang bound: these crawls take a second or two alone, and many
+		// times that under -race beside the end-to-end tier.
+		c.Timeout = 3 * time.Minute
 	}
 	return c
 }

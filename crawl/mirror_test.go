@@ -2,9 +2,10 @@ package crawl_test
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
-	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
 	"github.com/horseshoe-crawler/horseshoe/storage"
@@ -32,11 +33,31 @@ func TestMirrorOfHubHeavySite(t *testing.T) {
 	index := htmlPage("index", "", names...)
 	orig.Pages["/docs/"] = page{Body: index}
 	copySite.Pages["/m/"] = page{Body: index}
-	copySite.Latency = 30 * time.Millisecond // the copy's seed is met second
-
+	// The copy's seed is met second: the copy answers nothing until the
+	// crawl follows a link of the original's index, which it does once that
+	// page is committed. (A latency on the copy was not enough on a loaded
+	// machine: the copy's index was committed first, and the original
+	// became the mirror, as whichever side is met first does.)
+	origFirst := make(chan struct{})
+	var once sync.Once
+	origH, copyH := orig.handler(), copySite.handler()
 	log := &hitLog{}
-	a := startServer(t, "127.0.0.41", orig.handler(), log)
-	b := startServer(t, "127.0.0.42", copySite.handler(), log)
+	a := startServer(t, "127.0.0.41", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/docs/p") {
+			once.Do(func() { close(origFirst) })
+		}
+		origH.ServeHTTP(w, r)
+	}), log)
+	b := startServer(t, "127.0.0.42", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/robots.txt" {
+			select {
+			case <-origFirst:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		copyH.ServeHTTP(w, r)
+	}), log)
 	res := runCrawl(t, crawlConfig{Mirror: true, Workers: 4},
 		a.Base("127.0.0.41")+"/docs/", b.Base("127.0.0.42")+"/m/")
 

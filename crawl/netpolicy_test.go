@@ -88,7 +88,7 @@ func TestRobotsFailureCauseAndGiveUp(t *testing.T) {
 	for _, c := range cases {
 		seeds = append(seeds, c.seed)
 	}
-	r := runCrawl(t, crawlConfig{Workers: 4, RobotsRetry: time.Minute, MaxFailures: 10, Timeout: 30 * time.Second,
+	r := runCrawl(t, crawlConfig{Workers: 4, RobotsRetry: time.Minute, MaxFailures: 10, Timeout: 50 * time.Second,
 		Policy: loopbackPolicy("127.0.0.81", "127.0.0.82", "127.0.0.85"), Resolver: res}, seeds...)
 	if r.Elapsed > 45*time.Second { // a wait for robots_retry (1 minute) would pass 60 s; a loaded machine stays far below
 		t.Errorf("crawl took %v, want seconds", r.Elapsed)

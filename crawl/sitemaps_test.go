@@ -255,7 +255,9 @@ func TestSitemapsHostile(t *testing.T) {
 
 	const delay = 100 * time.Millisecond
 	peak := heapPeak(t)
-	res := runCrawl(t, crawlConfig{Delay: delay, Timeout: 60 * time.Second}, base+"/")
+	// The timeout is a hang bound: the crawl takes seconds alone, and over a
+	// minute under -race on a loaded machine.
+	res := runCrawl(t, crawlConfig{Delay: delay, Timeout: 5 * time.Minute}, base+"/")
 	// Bounded: 12 sitemaps at most sitemap.MaxBytes (50 MB) each in
 	// flight at most two at a time, and none inflated whole (the bombs are
 	// 256 MiB each).
@@ -263,9 +265,6 @@ func TestSitemapsHostile(t *testing.T) {
 		t.Errorf("heap peaked at %d MB during the crawl", mb)
 	} else {
 		t.Logf("crawl %v, heap peak %d MB", res.Elapsed.Round(time.Millisecond), mb)
-	}
-	if res.Elapsed > 2*time.Minute { // a hang bound: the heap bound above is what guards the bombs
-		t.Errorf("crawl took %v", res.Elapsed)
 	}
 	for _, p := range []string{"/b-ok", "/bce-ok", "/wt-page", "/br-page"} {
 		if rec := res.page(t, base+p); rec.Class != storage.ClassUnique {

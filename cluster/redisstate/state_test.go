@@ -279,7 +279,7 @@ func TestCheckAndAddRace(t *testing.T) {
 	// The stream feeds the new pages' simhashes in order.
 	var last NewPage
 	count := 0
-	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	fctx, cancel := context.WithTimeout(ctx, time.Minute) // a hang bound: cancelled at the last page
 	defer cancel()
 	c.FollowNewPages(fctx, "0", func(p NewPage) {
 		last = p

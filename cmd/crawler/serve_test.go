@@ -236,7 +236,7 @@ func TestServeFinishedCrawl(t *testing.T) {
 		if err != nil {
 			t.Errorf("serve: %v", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("serve did not stop when its context ended")
 	}
 }

@@ -203,7 +203,7 @@ func TestProgressRunStopsWithContext(t *testing.T) {
 	cancel()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("Run did not return after cancel")
 	}
 	mu.Lock()

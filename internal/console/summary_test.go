@@ -59,7 +59,7 @@ func TestSummaryCanonicalHints(t *testing.T) {
 	if _, err := c.Engine.Seed(seeds); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // a hang bound
 	defer cancel()
 	if err := c.Engine.Run(ctx, ctx); err != nil {
 		t.Fatal(err)
