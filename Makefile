@@ -22,13 +22,14 @@ build:
 	$(GO) build -o $(BIN)/crawler ./cmd/crawler
 
 # The whole suite, on a fresh machine too: installs what the tests need
-# (scripts/test-deps.sh), then runs two chains side by side
-# (scripts/test-all.sh): the checks (vet, gofmt, staticcheck, the fast tier
-# of the packages the end-to-end tier leaves out, the fast tier under the
-# race detector, other platforms, every fuzz target for 3 s) and the
-# end-to-end tier (the crawler binary, the real corpus in ../shared/corpus,
-# Redis, wget, node, Chromium, proxies; every test of its packages) with a
-# smoke run of every benchmark. It ends with each step's wall and CPU time.
+# (scripts/test-deps.sh), then runs two phases of two chains side by side
+# (scripts/test-all.sh): first the fast tier under the race detector beside
+# vet, gofmt and the fast tier of the packages the end-to-end tier leaves
+# out; then the end-to-end tier (the crawler binary, the real corpus in
+# ../shared/corpus, Redis, wget, node, Chromium, proxies; every test of its
+# packages) and a smoke run of every benchmark, beside staticcheck, other
+# platforms and every fuzz target for 3 s. It ends with each step's wall and
+# CPU time.
 test:
 	$(MAKE) test-deps
 	@E2E_PKGS="$(E2E_PKGS)" MAKE="$(MAKE)" bash scripts/test-all.sh

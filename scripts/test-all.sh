@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
-# test-all.sh is `make test` after test-deps: the whole suite as two chains
-# of make targets run side by side, each line of output prefixed with its
-# chain, and a table of each step's wall time and CPU time at the end.
+# test-all.sh is `make test` after test-deps: the whole suite in two phases,
+# each running two chains of make targets side by side, each line of output
+# prefixed with its chain, and a table of each step's wall time and CPU time
+# at the end.
 #
-#   checks: vet, fmt, staticcheck, the fast tier of the packages the
-#           end-to-end tier does not run (test-fast-others), the fast tier
-#           under the race detector, other platforms, 3 s of every fuzz
-#           target: CPU-bound work.
-#   e2e:    the end-to-end tier, then a smoke run of every benchmark: much of
-#           it waits (on politeness delays, leases, killed and restarted
-#           processes, Redis, Chromium), and the checks fill that time.
+#   phase 1   race:   the fast tier under the race detector
+#             checks: vet, gofmt, the fast tier of the packages the
+#                     end-to-end tier does not run (test-fast-others)
+#   phase 2   e2e:    the end-to-end tier, then a smoke run of every
+#                     benchmark: much of it waits (politeness delays,
+#                     leases, killed and restarted processes, Redis,
+#                     Chromium), and the checks fill that time
+#             checks: staticcheck, other platforms, 3 s of every fuzz target
 #
-# Each chain stops at its first failing step; the script waits for both and
-# exits 1 if either failed, naming the step. Nothing here decides what a test
-# asserts, only when it runs: every test runs exactly as `make <target>` runs
-# it alone.
+# The fast tier's tests share the machine only with static checks, as the
+# end-to-end tier's share it with static checks and builds: no test runs
+# beside another tier's tests. A chain stops at its first failing step; both
+# phases run whatever fails, and the script exits 1 if any step failed,
+# naming it. Every test runs exactly as `make <target>` runs it alone.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,18 +58,24 @@ chain() {
 }
 
 start=$(date +%s)
-chain checks vet fmt staticcheck test-fast-others test-race cross fuzz-smoke &
-checks=$!
-chain e2e test-e2e bench-smoke &
-e2e=$!
 fail=0
-wait "$checks" || fail=1
-wait "$e2e" || fail=1
+chain race test-race &
+a=$!
+chain checks vet fmt test-fast-others &
+b=$!
+wait "$a" || fail=1
+wait "$b" || fail=1
+chain e2e test-e2e bench-smoke &
+a=$!
+chain checks staticcheck cross fuzz-smoke &
+b=$!
+wait "$a" || fail=1
+wait "$b" || fail=1
 
 tick=$(getconf CLK_TCK 2>/dev/null || echo 100)
 echo
 echo "step                 wall s    CPU s   (make test: $(($(date +%s) - start)) s after test-deps)"
-for c in checks e2e; do
+for c in race checks e2e; do
 	[ -f "$dir/$c.times" ] || continue
 	while read -r target wall user sys status; do
 		printf '%-20s %6s %8.0f   %s%s\n' "$target" "$wall" "$(awk -v u="$user" -v s="$sys" -v t="$tick" 'BEGIN{print (u+s)/t}')" "$c" "$([ "$status" = 0 ] || echo ", FAILED")"
