@@ -93,7 +93,8 @@ type Engine struct {
 	logger *slog.Logger
 	// sctx is the context of store calls: a page's transaction, once its
 	// fetch is over, runs to its end (a hard stop cancels fetches, not
-	// commits), so it is not the crawl's context.
+	// commits), so it is not the crawl's context. (A store that refuses
+	// writes is told of the stop apart: PausingStore.)
 	sctx context.Context
 
 	mirror mirrorActions // noMirrors, or mirrorRules over Options.Mirror
@@ -271,6 +272,9 @@ func (e *Engine) Run(ctx, hard context.Context) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	e.cancel = cancel
+	if ps, ok := e.st.(PausingStore); ok {
+		ps.StopPauses(runCtx) // a stop ends the waits for a store that refuses writes
+	}
 	stopLookups := e.startLookups(runCtx)
 	stopMirror := e.mirror.follow(runCtx)
 	var wg sync.WaitGroup
@@ -336,6 +340,12 @@ func (e *Engine) runWorkers(ctx, hard context.Context) {
 }
 
 func (e *Engine) setFatal(err error) {
+	if errors.Is(err, ErrNotRecorded) {
+		// The crawl is stopping already (PausingStore): what was not
+		// recorded stays queued in the store.
+		e.logger.Warn("not recorded, stays queued", "err", err)
+		return
+	}
 	e.errMu.Lock()
 	if e.fatalErr == nil {
 		e.fatalErr = err

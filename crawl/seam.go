@@ -69,6 +69,24 @@ type EvidenceRef struct{ Kind, Key string }
 // warning (docs/DEDUP.md).
 var ErrElsewhere = errors.New("kept by another worker")
 
+// PausingStore is a Store whose Update waits while the store refuses writes
+// (a network store out of memory or cut off: redisstate tries again until
+// it takes them). The engine hands it the crawl's stop (Engine.Run): once
+// stop is done, a transaction the store refuses is given up at once, with
+// ErrNotRecorded, so that a stopped crawl ends while the store refuses.
+// What the transaction would have written is not in the store: its item
+// stays queued there (a shared crawl's lease stays in flight and the item
+// is queued again when the lease ends). Optional: a store that never
+// waits (Badger) needs no stop.
+type PausingStore interface {
+	StopPauses(stop context.Context)
+}
+
+// ErrNotRecorded is what a PausingStore's Update returns (wrapped, with the
+// store's refusal) for a transaction given up at the crawl's stop. It ends
+// no crawl with an error: the crawl was stopped, and is not complete.
+var ErrNotRecorded = errors.New("not recorded: the crawl stopped while the store refused writes")
+
 // QueueLog is the durable side of the frontier's queues: an entry is written
 // when a URL is queued and deleted when its page is recorded, so a crash
 // loses no URL (frontier.Store reads them back).

@@ -91,6 +91,7 @@ type fleased struct {
 	res        *Reservation
 	reservedAt time.Time // when res was taken
 	token      string    // the lease it was popped under (CheckLease, put back, the end of the lease)
+	kept       bool      // its commit was not applied: Finish leaves it in flight (keepRaw)
 }
 
 // epoch is the epoch of the lease the item was popped under (its token is
@@ -949,6 +950,9 @@ func (f *Frontier) Finish(it *frontier.Item) {
 	delete(f.leased, it)
 	if l != nil {
 		f.active--
+		if l.kept {
+			l.raw = "" // in flight until the lease moves (its page was not recorded in Redis)
+		}
 	}
 	ending := f.endingLocked(l)
 	f.mu.Unlock()

@@ -37,8 +37,11 @@ import (
 // Dependents, TakeEvidence); the engine makes about one per link (docs/SCALE.md).
 //
 // Redis refusing writes (maxmemory, connection lost) pauses the transaction:
-// it is tried again every Pause until Redis accepts it or ctx ends; the
-// pause is logged once with its reason.
+// it is tried again every Pause until Redis accepts it, ctx ends, or the
+// crawl stops (StopPauses: it is given up then, crawl.ErrNotRecorded, and
+// the lease of its item is not ended: the item stays in flight, and is
+// queued again when the lease moves); the pause is logged once with its
+// reason.
 //
 // The commit script names keys of many partitions: against a Cluster the
 // commit is split by slot instead (slotcommit.go; docs/SCALE.md).
@@ -48,7 +51,8 @@ type Store struct {
 	ids    *IDs
 	fr     *Frontier
 	logger *slog.Logger
-	Pause  time.Duration // between tries while Redis refuses (default 1 s)
+	Pause  time.Duration                   // between tries while Redis refuses (default 1 s)
+	stop   atomic.Pointer[context.Context] // the crawl's stop (StopPauses)
 
 	// Remote texts (text.go): the id this worker answers under, whether
 	// it serves (and so asks), counters, the bound of one request.
@@ -66,6 +70,7 @@ type Store struct {
 
 var (
 	_ crawl.Store            = (*Store)(nil)
+	_ crawl.PausingStore     = (*Store)(nil)
 	_ crawl.Tx               = (*seamTx)(nil)
 	_ crawl.SeenPrefetcher   = (*seamTx)(nil)
 	_ crawl.PagePrefetcher   = (*seamTx)(nil)
@@ -122,11 +127,27 @@ func (s *Store) Update(ctx context.Context, fn func(tx crawl.Tx) error) error {
 		if errors.Is(err, errConflict) && attempt < 100 {
 			continue
 		}
+		if err != nil {
+			t.notCommitted()
+		}
 		return err
 	}
 }
 
-// commit applies t's Redis writes, pausing while Redis refuses them.
+// StopPauses makes a commit that Redis refuses give up once stop is done
+// (crawl.PausingStore).
+func (s *Store) StopPauses(stop context.Context) { s.stop.Store(&stop) }
+
+// stopped is the crawl's stop (nil, which never fires, before StopPauses).
+func (s *Store) stopped() <-chan struct{} {
+	if p := s.stop.Load(); p != nil {
+		return (*p).Done()
+	}
+	return nil
+}
+
+// commit applies t's Redis writes, pausing while Redis refuses them, until
+// ctx ends or the crawl stops.
 func (s *Store) commit(ctx context.Context, t *seamTx) error {
 	paused := false
 	for {
@@ -148,6 +169,8 @@ func (s *Store) commit(ctx context.Context, t *seamTx) error {
 		select {
 		case <-ctx.Done():
 			return err
+		case <-s.stopped():
+			return fmt.Errorf("%w: %w", crawl.ErrNotRecorded, err)
 		case <-time.After(s.Pause):
 		}
 	}
@@ -830,6 +853,14 @@ func (t *seamTx) committed() {
 	}
 }
 
+// notCommitted keeps the leases the commit would have ended: their items
+// stay in flight (Frontier.Finish does not end them).
+func (t *seamTx) notCommitted() {
+	for i, raw := range t.ended {
+		t.s.fr.keepRaw(t.hosts[i], raw)
+	}
+}
+
 // leasedRaw is the queue form of the item of host this worker holds in
 // flight, and the epoch of the lease it was popped under, when it holds
 // exactly one that is not ended.
@@ -858,6 +889,18 @@ func (f *Frontier) endedRaw(host, raw string) {
 	f.mu.Unlock()
 	if found {
 		f.m.Finished(host)
+	}
+}
+
+// keepRaw marks the lease of raw as not to be ended: a commit that would
+// have ended it was not applied.
+func (f *Frontier) keepRaw(host, raw string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for it, l := range f.leased {
+		if it.Host == host && l.raw == raw {
+			l.kept = true
+		}
 	}
 }
 

@@ -395,3 +395,79 @@ func TestStoreEvidenceReadChecked(t *testing.T) {
 		t.Errorf("the record absent at first was written by %d transactions, want 1", n)
 	}
 }
+
+// TestStoreGivesUpAtStop: a commit that Redis refuses (maxmemory) pauses
+// until the crawl stops (StopPauses), then gives up with
+// crawl.ErrNotRecorded instead of waiting on; and the lease that commit
+// would have ended is not ended by Finish, even once Redis takes writes
+// again: the item stays in flight, and the partition's next holder gets it.
+func TestStoreGivesUpAtStop(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	c, st := storeOn(t, srv, "stop", nil)
+	ctx := context.Background()
+	rdb := c.Client()
+	const host = "stop.example"
+	if _, err := c.Enqueue(ctx, c.NewIDs(), items("http://"+host+"/1")); err != nil {
+		t.Fatal(err)
+	}
+	ma, err := c.Join(ctx, "a", MemberOptions{TTL: time.Minute, Heartbeat: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ma.Abandon()
+	fa := c.NewFrontier(ma, FrontierOptions{})
+	st.UseFrontier(fa)
+	it, err := fa.Next(ctx)
+	if err != nil || it == nil {
+		t.Fatalf("pop: %v %v", it, err)
+	}
+	logs := &pauseLog{paused: make(chan struct{})}
+	st.logger = slog.New(slog.NewTextHandler(logs, nil))
+	st.Pause = 50 * time.Millisecond
+	stop, stopNow := context.WithCancel(ctx)
+	defer stopNow()
+	st.StopPauses(stop)
+	if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.ConfigSet(ctx, "maxmemory", "0")
+	go func() {
+		<-logs.paused
+		stopNow()
+	}()
+	// Bounded only so that a commit that ignores the stop fails the test
+	// rather than hanging it.
+	uctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	err = st.Update(uctx, func(tx crawl.Tx) error {
+		if err := tx.PutPage(&storage.Page{ID: it.ID, URL: it.URL, Class: storage.ClassUnique}); err != nil {
+			return err
+		}
+		return tx.DeleteQueue(it.Host, it.ID)
+	})
+	if !errors.Is(err, crawl.ErrNotRecorded) || !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("a refused commit after the stop: %v; want it given up (crawl.ErrNotRecorded, with the refusal)", err)
+	}
+	if err := rdb.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	fa.Finish(it) // Redis takes writes again: an end of the lease would run
+	p := c.PartitionOf(host)
+	if n, err := c.InFlight(ctx, p); err != nil || n != 1 {
+		t.Fatalf("in flight after the unrecorded page's Finish: %d %v; want its item still in flight", n, err)
+	}
+	ma.Abandon()
+	if err := rdb.Del(ctx, c.leaseKey(p)).Err(); err != nil { // a's lease runs out
+		t.Fatal(err)
+	}
+	mb, err := c.Join(ctx, "b", MemberOptions{TTL: time.Minute, Heartbeat: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mb.Abandon()
+	if _, raw, ok, err := mb.Pop(ctx, host); !ok || err != nil {
+		t.Fatalf("the item is lost: the partition's next holder's pop: %v %v", ok, err)
+	} else if got, _ := DecodeItem(raw, host); got.URL != it.URL {
+		t.Fatalf("popped %s, want %s", got.URL, it.URL)
+	}
+}
