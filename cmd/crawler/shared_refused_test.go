@@ -26,6 +26,7 @@ import (
 // paused commit and every worker waiting on the commit lock ignored the
 // stop: the worker never ended.
 func TestSharedStopWhileRedisRefuses(t *testing.T) {
+	t.Parallel() // its own site and Redis; it waits out the stopped worker's IP hold (2 minutes)
 	const n, hold = 30, 5
 	reached, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
