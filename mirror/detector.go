@@ -458,10 +458,9 @@ const (
 // counting the comparisons the crawl makes anyway: a partial mirror whose
 // first comparisons were its table-of-contents pages (which differ where the
 // copy lacks sections) is decided once its ordinary pages have matched for
-// as long as the test takes from the lower bound to the upper one (20
-// matches in a row at the defaults) and the whole sample favours a mirror
-// (wholeSampleLLR). Only the paths both sides hold are compared, so the
-// pages one side lacks do not count against it.
+// as long as the test takes from the lower bound to the upper one (16
+// matches in a row at the defaults). Only the paths both sides hold are
+// compared, so the pages one side lacks do not count against it.
 func (d *Detector) Compare(key string, match, verification bool) Event {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -500,7 +499,7 @@ func (d *Detector) Compare(key string, match, verification bool) Event {
 	// rejected before goes on to the upper bound only).
 	truncated := !c.Withdrawn && c.Compared >= d.o.MaxCompared
 	switch {
-	case (c.LLR >= d.t.accept || (truncated && c.LLR > 0)) && d.wholeSampleLLR(c) > 0:
+	case c.LLR >= d.t.accept || (truncated && c.LLR > 0):
 		c.Decided, c.Withdrawn = true, false
 		// The verification stream starts with the first URL the decision
 		// would skip, then one in VerifyEvery: a mirror with fewer skips
@@ -517,21 +516,6 @@ func (d *Detector) Compare(key string, match, verification bool) Event {
 		return WithdrawnNow
 	}
 	return NoChange
-}
-
-// wholeSampleLLR is the log-likelihood ratio of all the deciding
-// comparisons a candidate has had, without the floor Compare holds a
-// rejected candidate at. A decision needs it above 0 as well: the whole
-// sample, as the truncated test's sign rule reads it, must favour a mirror
-// (a match share above ln(2.5)/ln(4), 66%, at the default shares). Before a
-// rejection the floor has never bound and the two ratios are equal. After
-// one, the floored ratio alone would decide on any 20 matches in a row; that
-// is rare at the lower share only while comparisons are independent, and a
-// crawl fetches a site section by section, so a candidate matching 47% of
-// its 200 comparisons met its one matching section last and was decided
-// (docs/MIRRORS.md, "After a rejection").
-func (d *Detector) wholeSampleLLR(c *Candidate) float64 {
-	return float64(c.Matched)*d.t.match + float64(c.Compared-c.Matched)*d.t.mismatch
 }
 
 // SkipTarget reports whether u lies on the mirror side of a decided
