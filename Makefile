@@ -56,7 +56,7 @@ test-race:
 # prints (each package's line, every failing test's whole output), then the
 # slowest tests (internal/testsummary).
 test-e2e:
-	$(WITH_TEST_ENV) bash -o pipefail -c '$(GO) test -tags e2e -json -count=1 -timeout 45m $(E2E_PKGS) | $(GO) run ./internal/testsummary
+	$(WITH_TEST_ENV) bash -o pipefail -c '$(GO) test -tags e2e -json -count=1 -timeout 45m $(E2E_PKGS) | $(GO) run ./internal/testsummary'
 
 # The end-to-end tier N times (make flake N=10): each failure with its run,
 # its last lines and its replay command.
