@@ -248,6 +248,12 @@ func plainHost(host string) bool {
 		}
 	}
 	last := labels[len(labels)-1]
+	if '0' <= last[0] && last[0] <= '9' && strings.Trim(last, "0123456789") != "" && !strings.HasPrefix(last, "0x") {
+		// A last label that starts with a digit but is not a number ("0-0"):
+		// the parser's IPv4 reading decides it (it made http://0-0 into
+		// http://0.0.0.0, found by FuzzResolveHref), so the parser takes it.
+		return false
+	}
 	if strings.Trim(last, "0123456789") != "" && !strings.HasPrefix(last, "0x") {
 		return !strings.HasPrefix(host, "xn--") && !strings.Contains(host, ".xn--")
 	}

@@ -65,7 +65,7 @@ func TestResolveHrefEqualsParser(t *testing.T) {
 
 func FuzzResolveHref(f *testing.F) {
 	for _, s := range []string{"a/b", "../x.html", "/p?q=1", "./.././a/..", "a:b/c", "x/./y/../", "?q", "#f", "a'b?c'd",
-		"http://h/a/../b?x", "https://h:8443", "http://127.0.0.2:8080/x", "http://h.0x1/", "#a b"} {
+		"http://h/a/../b?x", "https://h:8443", "http://127.0.0.2:8080/x", "http://h.0x1/", "#a b", "http://0-0", "http://h.1a", "http://a.9-x/p"} {
 		f.Add(s)
 	}
 	bases := make([]*URL, 0, len(testBases))
