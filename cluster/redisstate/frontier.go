@@ -67,6 +67,9 @@ type Frontier struct {
 	ending   map[string]int // leases being ended by Finish (token NUL raw): not orphans
 	ipSeq    atomic.Uint64  // IP reservations made: each has a token of its own
 	releases []*ipRelease   // IP releases kept for the next round trip (release.go)
+
+	holdChecked map[string]time.Time // when endDeadHold last asked about an IP's hold
+	holdsEnded  atomic.Int64         // holds of gone workers ended (endDeadHold)
 }
 
 type fhost struct {
@@ -125,7 +128,7 @@ func (c *Crawl) NewFrontier(m *Member, o FrontierOptions) *Frontier {
 	}
 	return &Frontier{c: c, m: m, o: fo, hold: o.Hold, logger: o.Logger, onNew: o.OnNewHost,
 		hosts: map[string]*fhost{}, parts: map[int]*fpart{}, pushedAt: map[string]uint64{}, leased: map[*frontier.Item]*fleased{},
-		seq: map[string]uint64{}, wake: make(chan struct{}, 1)}
+		seq: map[string]uint64{}, wake: make(chan struct{}, 1), holdChecked: map[string]time.Time{}}
 }
 
 func (f *Frontier) host(h string) *fhost {
@@ -486,7 +489,12 @@ func (f *Frontier) reservePop(ctx context.Context, key, host string) (it *fronti
 			}
 		}
 	}
-	res, w, isHeld, rerr := reserveReply(cmds[0].(*redis.Cmd))
+	rep, rerr := reserveReplyOf(cmds[0].(*redis.Cmd))
+	var res *Reservation
+	if rerr == nil && rep.reserved {
+		res = &Reservation{}
+	}
+	w := rep.wait
 	if uncertain(rerr) {
 		f.lostIP(&Reservation{ip: key, token: token}, 0) // no request went under it
 	}
@@ -569,10 +577,13 @@ func (f *Frontier) reservePop(ctx context.Context, key, host string) (it *fronti
 	case !popped:
 		return nil, false, 0, undo() // the queue is empty: the host is forgotten
 	case res == nil:
-		if isHeld {
+		if rep.held != nil {
 			// Another request to the IP is in flight: its release is not
-			// announced, so look again soon.
+			// announced, so look again soon; its worker may be gone.
 			w = min(w, max(f.o.Delay/4, 5*time.Millisecond))
+			if gap, ok := f.endDeadHold(ctx, key, rep.held); ok {
+				w = max(gap, time.Millisecond)
+			}
 		}
 		return nil, true, max(w, time.Millisecond), undo()
 	case derr != nil:
@@ -639,20 +650,63 @@ func (f *Frontier) drainPop(ctx context.Context, host string) (*frontier.Item, e
 }
 
 // reserveReply reads ipReserveScript's reply.
-func reserveReply(cmd *redis.Cmd) (r *Reservation, wait time.Duration, held bool, err error) {
-	v, err := cmd.Slice()
+func reserveReplyOf(cmd *redis.Cmd) (reserveReply, error) {
+	v, err := cmd.Result()
 	if err != nil {
-		return nil, 0, false, err
+		return reserveReply{}, err
 	}
-	if len(v) != 3 {
-		return nil, 0, false, fmt.Errorf("redisstate: reserve ip: unexpected reply %v", v)
-	}
-	if v[0] == int64(1) {
-		return &Reservation{}, 0, false, nil
-	}
-	ms, _ := v[1].(int64)
-	return nil, time.Duration(ms) * time.Millisecond, v[2] == int64(1), nil
+	return parseReserve(v)
 }
+
+// heldCheckEvery is how old a hold must be before Next asks whether its
+// worker is alive, and how often it asks again about one IP.
+const heldCheckEvery = time.Second
+
+// endDeadHold ends the hold of key's IP clock when the worker holding it is
+// gone (its heartbeat ran out: killed, or stopped before its release went
+// out). The IP then waits the politeness gap from now, as after a release,
+// not the rest of the hold (2 minutes by default). The worker's heartbeat is
+// the lease of its hold: a worker stalled past it may lose the hold, as it
+// loses its partitions. A live worker's long request costs a round trip per
+// IP and heldCheckEvery. It returns the gap when the hold was ended.
+func (f *Frontier) endDeadHold(ctx context.Context, key string, h *ipHold) (time.Duration, bool) {
+	if h.worker == "" || h.worker == f.m.id || h.age < heldCheckEvery {
+		return 0, false
+	}
+	now := time.Now()
+	f.mu.Lock()
+	if at, ok := f.holdChecked[key]; ok && now.Sub(at) < heldCheckEvery {
+		f.mu.Unlock()
+		return 0, false
+	}
+	if len(f.holdChecked) >= 1024 {
+		for k, at := range f.holdChecked {
+			if now.Sub(at) >= heldCheckEvery {
+				delete(f.holdChecked, k)
+			}
+		}
+	}
+	f.holdChecked[key] = now
+	gap := f.o.Delay
+	if hs := f.hosts[h.host]; hs != nil {
+		gap = max(gap, hs.crawlDelay)
+	}
+	f.mu.Unlock()
+	alive, err := f.c.workerAlive(ctx, h.worker)
+	if err != nil || alive {
+		return 0, false
+	}
+	ended, err := f.c.endHold(ctx, key, h, gap)
+	if err != nil || !ended {
+		return 0, false
+	}
+	f.holdsEnded.Add(1)
+	f.logger.Info("ended the IP hold of a worker that is gone", "worker", h.worker, "host", h.host, "held", h.age.Round(time.Millisecond))
+	return gap, true
+}
+
+// HoldsEnded is the number of IP holds of gone workers this worker ended.
+func (f *Frontier) HoldsEnded() int64 { return f.holdsEnded.Load() }
 
 // popReply reads popScript's reply {item, failures} (redis.Nil: empty).
 func popReply(cmd *redis.Cmd) (raw string, failures int, err error) {

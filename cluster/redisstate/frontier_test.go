@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,7 +34,9 @@ type request struct {
 // paces the fair share): a heartbeat descheduled past a TTL of 900 ms let
 // the partition's next holder fetch an item in flight again.
 // fetched, when set, is called with the number of requests recorded so far
-// after each one.
+// after each one. A request holds its IP's clock up to 10 minutes, past the
+// test's hang bound: a dead worker's hold must end with its heartbeat
+// (endDeadHold), not when the hold runs out.
 func crawlWorkers(t *testing.T, srv *redistest.Server, workers int, delay, fetch time.Duration, ipOf func(string) string, stopAfter map[int]int, fetched func(int)) []request {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -50,7 +53,7 @@ func crawlWorkers(t *testing.T, srv *redistest.Server, workers int, delay, fetch
 		}
 		var f *Frontier
 		f = c.NewFrontier(m, FrontierOptions{Options: frontier.Options{Delay: delay, MaxFailures: 10},
-			Hold: 5 * time.Second, OnNewHost: func(h string) { f.SetPoliteKey(h, ipOf(h)) }})
+			Hold: 10 * time.Minute, OnNewHost: func(h string) { f.SetPoliteKey(h, ipOf(h)) }})
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
@@ -374,5 +377,70 @@ func TestFrontierStatsQueued(t *testing.T) {
 	t.Logf("Redis stopped: %+v after %v", st, took)
 	if !errors.Is(st.Err, context.DeadlineExceeded) || took < statsTimeout {
 		t.Fatalf("Redis stopped: Stats %+v after %v, want its deadline (%v)", st, took, statsTimeout)
+	}
+}
+
+// A request's hold of its IP's clock lasts while its worker's heartbeat
+// does: another worker leaves a live worker's hold alone however old it is,
+// and ends a gone worker's (killed: its heartbeat ran out) with the
+// politeness gap, as its release would have; a hold released or taken again
+// since it was read is left alone.
+func TestGoneWorkersIPHoldEnds(t *testing.T) {
+	srv, c1 := open(t, Options{Partitions: 2, Capacity: 1000}, redistest.Options{})
+	c2 := openOn(t, srv, Options{})
+	ctx := context.Background()
+	m1, err := c1.Join(ctx, "w1", MemberOptions{TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2, err := c2.Join(ctx, "w2", MemberOptions{TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Abandon()
+	const delay = 40 * time.Millisecond
+	f2 := c2.NewFrontier(m2, FrontierOptions{Options: frontier.Options{Delay: delay}})
+	if r, _, _, err := c1.ReserveIP(ctx, "10.0.0.1", "w1 a.example 1", 10*time.Minute); r == nil || err != nil {
+		t.Fatalf("w1's reservation: %v %v", r, err)
+	}
+	v, err := c2.run(ctx, "reserve ip", ipReserveScript, []string{c2.ipKey("10.0.0.1")}, 60_000, "w2 b.example 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := parseReserve(v)
+	if err != nil || rep.reserved || rep.held == nil || rep.held.worker != "w1" || rep.held.host != "a.example" {
+		t.Fatalf("w2's reservation of the held IP: %+v %v, want held by w1 for a.example", rep, err)
+	}
+	old := *rep.held
+	old.age = time.Hour // as old as any request: only the heartbeat decides
+	if _, ended := f2.endDeadHold(ctx, "10.0.0.1", &old); ended {
+		t.Fatal("the hold of a live worker was ended")
+	}
+	m1.Abandon()
+	expireWorker(t, c1, "w1") // killed: its heartbeat ran out
+	f2.holdChecked = map[string]time.Time{}
+	stale := old
+	stale.value = strings.Replace(old.value, " H ", " H 1", 1) // not the value now held
+	if _, ended := f2.endDeadHold(ctx, "10.0.0.1", &stale); ended {
+		t.Fatal("a hold whose value changed since it was read was ended")
+	}
+	f2.holdChecked = map[string]time.Time{}
+	gap, ended := f2.endDeadHold(ctx, "10.0.0.1", &old)
+	if !ended || gap != delay {
+		t.Fatalf("the hold of a gone worker: ended %v, gap %v; want ended with the gap %v", ended, gap, delay)
+	}
+	now, _ := c2.rdb.Get(ctx, c2.ipKey("10.0.0.1")).Result()
+	if !strings.Contains(now, " G w1 a.example 1") {
+		t.Fatalf("the IP's clock after the hold ended: %q, want a gap under w1's token", now)
+	}
+	if f2.HoldsEnded() != 1 {
+		t.Errorf("HoldsEnded %d, want 1", f2.HoldsEnded())
+	}
+	// w1's late release (it was alive after all) still ends its request.
+	if err := c1.ReleaseIP(ctx, &Reservation{ip: "10.0.0.1", token: "w1 a.example 1"}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c2.rdb.Exists(ctx, c2.ipKey("10.0.0.1")).Result(); n != 0 {
+		t.Errorf("w1's release after the end of its hold left the IP's clock %q", now)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -31,15 +32,74 @@ func (c *Crawl) ReserveIP(ctx context.Context, ip, token string, hold time.Durat
 	if err != nil {
 		return nil, 0, false, err
 	}
-	rep, ok := v.([]any)
-	if !ok || len(rep) != 3 {
-		return nil, 0, false, fmt.Errorf("redisstate: reserve ip: unexpected reply %v", v)
+	rep, err := parseReserve(v)
+	if err != nil {
+		return nil, 0, false, err
 	}
-	if rep[0] == int64(1) {
+	if rep.reserved {
 		return &Reservation{ip: ip, token: token}, 0, false, nil
 	}
+	return nil, rep.wait, rep.held != nil, nil
+}
+
+// reserveReply is ipReserveScript's reply.
+type reserveReply struct {
+	reserved bool
+	wait     time.Duration // until the IP's clock is free, when not reserved
+	held     *ipHold       // the request holding it, if one does
+}
+
+// ipHold is a request's hold of an IP's clock, as read by a reservation.
+type ipHold struct {
+	value  string        // the key's value (ipEndHoldScript compares it)
+	worker string        // the worker that holds it
+	host   string        // the host it was reserved for
+	age    time.Duration // how long it has been held
+}
+
+func parseReserve(v any) (reserveReply, error) {
+	rep, ok := v.([]any)
+	if !ok || (len(rep) != 3 && len(rep) != 5) {
+		return reserveReply{}, fmt.Errorf("redisstate: reserve ip: unexpected reply %v", v)
+	}
+	if rep[0] == int64(1) {
+		return reserveReply{reserved: true}, nil
+	}
 	ms, _ := rep[1].(int64)
-	return nil, time.Duration(ms) * time.Millisecond, rep[2] == int64(1), nil
+	r := reserveReply{wait: time.Duration(ms) * time.Millisecond}
+	if rep[2] == int64(1) {
+		h := &ipHold{}
+		if len(rep) == 5 {
+			age, _ := rep[3].(int64)
+			h.age = time.Duration(age) * time.Millisecond
+			h.value, _ = rep[4].(string)
+			// "at H since worker host seq"
+			if f := strings.Fields(h.value); len(f) == 6 {
+				h.worker, h.host = f[3], f[4]
+			}
+		}
+		r.held = h
+	}
+	return r, nil
+}
+
+// workerAlive reports whether worker id's heartbeat has not run out.
+func (c *Crawl) workerAlive(ctx context.Context, id string) (bool, error) {
+	v, err := c.run(ctx, "worker alive", workerAliveScript, []string{c.workersKey()}, id)
+	if err != nil {
+		return false, err
+	}
+	return v == int64(1), nil
+}
+
+// endHold ends h on ip when its value is still the one read, as its
+// release would have with gap.
+func (c *Crawl) endHold(ctx context.Context, ip string, h *ipHold, gap time.Duration) (bool, error) {
+	v, err := c.run(ctx, "end ip hold", ipEndHoldScript, []string{c.ipKey(ip)}, h.value, gap.Milliseconds())
+	if err != nil {
+		return false, err
+	}
+	return v == int64(1), nil
 }
 
 // ReleaseIP ends a reservation: the IP's next request waits gap from now.

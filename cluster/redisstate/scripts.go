@@ -170,12 +170,13 @@ return 1
 `)
 
 // ipReserveScript takes an IP's politeness clock if it is free: it holds it
-// for hold ms (until the request is released, or the hold runs out when the
-// worker died). Redis's clock (TIME) is the one clock of every worker. The
-// value is "next-allowed-ms H|G token": H while a request holds it, G for the
-// gap after one.
+// for hold ms (until the request is released, or the hold runs out, or a
+// worker finds its holder dead: ipEndHoldScript). Redis's clock (TIME) is the
+// one clock of every worker. The value is "next-allowed-ms H since-ms token"
+// while a request holds it, "next-allowed-ms G token" for the gap after one.
 // KEYS: the IP's key. ARGV: hold ms, token.
-// Returns {1, 0, 0} when reserved, {0, ms to wait, 1 if held} when not.
+// Returns {1, 0, 0} when reserved, {0, ms to wait, 0} in a gap, and
+// {0, ms to wait, 1, ms held so far, the value} when a request holds it.
 var ipReserveScript = redis.NewScript(`#!lua
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -184,27 +185,61 @@ if v then
   local at, kind = string.match(v, '^(%d+) (%a)')
   at = tonumber(at)
   if at > now then
-    if kind == 'H' then return {0, at - now, 1} end
+    if kind == 'H' then
+      local since = tonumber(string.match(v, '^%d+ H (%d+) ') or now)
+      return {0, at - now, 1, now - since, v}
+    end
     return {0, at - now, 0}
   end
 end
 local hold = tonumber(ARGV[1])
-redis.call('SET', KEYS[1], (now + hold) .. ' H ' .. ARGV[2], 'PX', hold)
+redis.call('SET', KEYS[1], (now + hold) .. ' H ' .. now .. ' ' .. ARGV[2], 'PX', hold)
 return {1, 0, 0}
 `)
+
+// ipHoldToken is the token of an IP key's value (ipReserveScript's forms).
+const ipHoldToken = `(string.match(v, '^%d+ H %d+ (.*)$') or string.match(v, '^%d+ G (.*)$'))`
 
 // ipReleaseScript ends a reservation: the IP is free again gap ms from now.
 // A reservation that ran out and was taken by another worker is left alone.
 // KEYS: the IP's key. ARGV: gap ms, token. Returns 1, or 0 if not held.
 var ipReleaseScript = redis.NewScript(`#!lua
 local v = redis.call('GET', KEYS[1])
-if v and string.match(v, '^%d+ %a (.*)$') ~= ARGV[2] then return 0 end
+if v and ` + ipHoldToken + ` ~= ARGV[2] then return 0 end
 local gap = tonumber(ARGV[1])
 if gap <= 0 then redis.call('DEL', KEYS[1]) return 1 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('SET', KEYS[1], (now + gap) .. ' G ' .. ARGV[2], 'PX', gap)
 return 1
+`)
+
+// ipEndHoldScript ends the hold of a request whose worker is gone, as its
+// release would have with gap ms (its request may have just ended), unless
+// the value changed since it was read (released, or taken again).
+// KEYS: the IP's key. ARGV: the value read (ipReserveScript's held reply),
+// gap ms. Returns 1 when ended, 0 when the value changed.
+var ipEndHoldScript = redis.NewScript(`#!lua
+local v = redis.call('GET', KEYS[1])
+if v ~= ARGV[1] then return 0 end
+local gap = tonumber(ARGV[2])
+if gap <= 0 then redis.call('DEL', KEYS[1]) return 1 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('SET', KEYS[1], (now + gap) .. ' G ' .. ` + ipHoldToken + `, 'PX', gap)
+return 1
+`)
+
+// workerAliveScript reports whether worker ARGV[1]'s heartbeat has not run
+// out (its score in the workers' set is past Redis's clock).
+// KEYS: the workers' set. Returns 1 or 0.
+var workerAliveScript = redis.NewScript(`#!lua
+local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not s then return 0 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if tonumber(s) > now then return 1 end
+return 0
 `)
 
 // checkAndAddScript is the duplicate index's check-and-add (dedup.go).
@@ -275,7 +310,7 @@ return redis.call('HDEL', KEYS[1], ARGV[1])
 `)
 
 var allScripts = []*redis.Script{doneScript, enqueueScript, markScript, acquireScript, renewScript, releaseScript,
-	popScript, putBackScript, budgetScript, refundScript, failScript, resetScript, ipReserveScript, ipReleaseScript, checkAndAddScript, pushScript, takeScript, checkLeaseScript,
+	popScript, putBackScript, budgetScript, refundScript, failScript, resetScript, ipReserveScript, ipReleaseScript, ipEndHoldScript, workerAliveScript, checkAndAddScript, pushScript, takeScript, checkLeaseScript,
 	queuedScript, partStateScript}
 
 // loadScripts loads every script (after a restart flushed them).
@@ -332,7 +367,7 @@ func (c *Crawl) run(ctx context.Context, op string, s *redis.Script, keys []stri
 var scriptNames = map[string]*redis.Script{
 	"done": doneScript, "enqueue": enqueueScript, "mark": markScript, "acquire": acquireScript, "renew": renewScript,
 	"release": releaseScript, "pop": popScript, "putBack": putBackScript, "budget": budgetScript, "refund": refundScript,
-	"fail": failScript, "reset": resetScript, "ipReserve": ipReserveScript, "ipRelease": ipReleaseScript,
+	"fail": failScript, "reset": resetScript, "ipReserve": ipReserveScript, "ipRelease": ipReleaseScript, "ipEndHold": ipEndHoldScript, "workerAlive": workerAliveScript,
 	"checkAndAdd": checkAndAddScript, "push": pushScript, "take": takeScript, "checkLease": checkLeaseScript,
 	"queued": queuedScript, "commit": commitScript, "route": routeScript, "pausedBeat": pausedBeatScript,
 	"open": openScript, "partState": partStateScript,
