@@ -487,3 +487,19 @@ func assertSpaced(tb testing.TB, what string, hits []hit, want time.Duration) ga
 	}
 	return s
 }
+
+// openReport opens a crawl's data dir read-only (closed when the test ends)
+// and returns its store and its report's data.
+func openReport(tb testing.TB, dir string) (*storage.DB, *report.Data) {
+	tb.Helper()
+	db, err := storage.Open(dir, storage.Options{ReadOnly: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	rd, err := crawl.ReportData(db, "", nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return db, rd
+}

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/horseshoe-crawler/horseshoe/crawl"
 	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
 	"github.com/horseshoe-crawler/horseshoe/report"
 	"github.com/horseshoe-crawler/horseshoe/storage"
@@ -135,15 +134,7 @@ func TestRecrawlCorpusHost(t *testing.T) {
 
 	crawlDir(t, data, true, seed)
 	reqs := log.take()
-	db, err := storage.Open(data, storage.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	rd, err := crawl.ReportData(db, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, rd := openReport(t, data)
 	words := map[string]int{}
 	db.ForEachPage(func(p *storage.Page) error {
 		words[strings.TrimPrefix(p.URL, web.BaseURL(ip))] = p.Words

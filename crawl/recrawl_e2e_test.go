@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/horseshoe-crawler/horseshoe/crawl"
 	"github.com/horseshoe-crawler/horseshoe/export"
 	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
 	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
@@ -72,15 +71,7 @@ func TestRecrawlChanges(t *testing.T) {
 	crawlDir(t, data, true, seed)
 	reqs := log.take()
 
-	db, err := storage.Open(data, storage.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	rd, err := crawl.ReportData(db, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, rd := openReport(t, data)
 	want := map[string]string{
 		"same.html": report.ChangeNone, "retouched.html": report.ChangeNone,
 		"dated.html": report.ChangeTrivial, "counter.html": report.ChangeTrivial,

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/horseshoe-crawler/horseshoe/crawl"
 	"github.com/horseshoe-crawler/horseshoe/export"
 	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
 	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
@@ -167,15 +166,7 @@ func TestRecrawlTransitions(t *testing.T) {
 		sent[r.path] = r
 	}
 
-	db, err := storage.Open(data, storage.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	rd, err := crawl.ReportData(db, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, rd := openReport(t, data)
 	pages := map[string]report.Page{}
 	for _, p := range rd.Pages {
 		pages[p.URL] = p

@@ -181,15 +181,7 @@ func TestRecrawlFailedAndContinued(t *testing.T) {
 	if len(reqs) != 3 {
 		t.Errorf("the continued recrawl made %d requests, want 3 (one a page): %v", len(reqs), reqs)
 	}
-	db, err = storage.Open(data, storage.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	rd, err := crawl.ReportData(db, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, rd := openReport(t, data)
 	if ch := rd.Changes; ch == nil || ch.Round != 1 || ch.ByChange[report.ChangeFailed] != 1 || ch.ByChange[report.ChangeNone] != 2 {
 		t.Errorf("changes %+v", rd.Changes)
 	}
@@ -317,15 +309,7 @@ func TestRecrawlSitemap(t *testing.T) {
 	if len(order) != 4 || order[0] != "sitemap.xml" || !slices.Contains(order, "c.html") {
 		t.Errorf("recrawl requests %v: want sitemap.xml first, then a, b and the new c", order)
 	}
-	db, err := storage.Open(data, storage.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	rd, err := crawl.ReportData(db, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rd := openReport(t, data)
 	got := map[string]string{}
 	for _, p := range rd.Pages {
 		got[strings.TrimPrefix(p.URL, web.BaseURL(ip)+"/")] = p.Change
