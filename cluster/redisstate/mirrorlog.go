@@ -78,11 +78,11 @@ func isNoSuchKey(err error) bool {
 	return err != nil && (err.Error() == "ERR no such key" || errors.Is(err, redis.Nil))
 }
 
-// Follow calls fn with the entries after pos, in order, until ctx ends
-// (crawl.MirrorLog). Redis being unavailable pauses it (retried every
+// Follow calls fn with the entries after pos, in order, as many at a time
+// as one read returns (up to 1,000), until ctx ends (crawl.MirrorLog). Redis being unavailable pauses it (retried every
 // Pause); an entry trimmed before it was read is an error (the log's cap is
 // far beyond what a live worker falls behind).
-func (l *MirrorLog) Follow(ctx context.Context, pos string, fn func(crawl.MirrorEntry) error) error {
+func (l *MirrorLog) Follow(ctx context.Context, pos string, fn func([]crawl.MirrorEntry) error) error {
 	if pos == "" {
 		pos = "0-0"
 	}
@@ -106,12 +106,17 @@ func (l *MirrorLog) Follow(ctx context.Context, pos string, fn func(crawl.Mirror
 			return wrap("mirror log", err)
 		}
 		for _, st := range res {
-			for _, m := range st.Messages {
-				if err := fn(mirrorEntry(m)); err != nil {
-					return err
-				}
-				pos = m.ID
+			if len(st.Messages) == 0 {
+				continue
 			}
+			ens := make([]crawl.MirrorEntry, len(st.Messages))
+			for i, m := range st.Messages {
+				ens[i] = mirrorEntry(m)
+			}
+			if err := fn(ens); err != nil {
+				return err
+			}
+			pos = st.Messages[len(st.Messages)-1].ID
 		}
 	}
 }

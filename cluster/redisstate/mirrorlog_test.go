@@ -50,11 +50,13 @@ func TestMirrorLogOrderAndLag(t *testing.T) {
 		fwg.Add(1)
 		go func() {
 			defer fwg.Done()
-			err := c0.MirrorLog().Follow(ctx, "", func(en crawl.MirrorEntry) error {
+			err := c0.MirrorLog().Follow(ctx, "", func(ens []crawl.MirrorEntry) error {
 				mu.Lock()
 				defer mu.Unlock()
-				g.entries = append(g.entries, string(en.Data))
-				g.lags = append(g.lags, time.Since(en.At))
+				for _, en := range ens {
+					g.entries = append(g.entries, string(en.Data))
+					g.lags = append(g.lags, time.Since(en.At))
+				}
 				return nil
 			})
 			if !errors.Is(err, context.Canceled) {
