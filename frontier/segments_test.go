@@ -152,3 +152,37 @@ func TestParamLearnerVersionsNeverLearned(t *testing.T) {
 		}
 	}
 }
+
+// TestParamLearnerSegmentCounter: a token-named directory that selects content
+// (product ids: /item/<id>/reviews differs between two ids) is blocked by the
+// parameter rule's counter-evidence, however many values its position shows and
+// however many of its pages are the same under every id.
+func TestParamLearnerSegmentCounter(t *testing.T) {
+	l := NewParamLearner(ParamOptions{})
+	id := func(n int) string { return fmt.Sprintf("%032x", n*104729+0xdef00000) }
+	u := func(n int, page string) string { return "http://h/item/" + id(n) + "/" + page }
+	// Two products whose review pages differ.
+	l.Observe(u(0, "reviews"), 1, nil)
+	l.Observe(u(1, "reviews"), 2, nil)
+	// Then 64 products whose other pages are all the same boilerplate.
+	for n := 2; n < 66; n++ {
+		var links []string
+		for k := 0; k < 3; k++ {
+			links = append(links, u(n+k, "shipping"))
+		}
+		for i, page := range []string{"shipping", "returns", "warranty", "faq"} {
+			for _, r := range l.Observe(u(n, page), uint64(10+i), links) {
+				if r.Active() {
+					t.Fatalf("learned %+v", r)
+				}
+			}
+		}
+	}
+	rules := l.Rules()
+	if len(rules) != 1 || rules[0].Param != "/item/*/" || rules[0].Counter == nil || rules[0].Decided {
+		t.Errorf("rules %+v, want /item/*/ blocked by counter-evidence", rules)
+	}
+	if c := l.Canonical(u(5, "faq")); c != u(5, "faq") {
+		t.Errorf("canonical %s, want it unchanged", c)
+	}
+}
