@@ -35,10 +35,10 @@ func (e *Engine) learnParams(p *storage.Page, c *pageContent, d dedup.Decision) 
 	default:
 		return nil
 	}
-	rules := e.params.Observe(p.URL, cluster)
+	rules := e.params.Observe(p.URL, cluster, c.links)
 	for _, r := range rules {
 		if r.Active() {
-			e.logger.Info("parameter irrelevant", "host", r.Host, "param", r.Param, "pairs", r.Pairs, "paths", r.Paths)
+			e.logger.Info("parameter irrelevant", "host", r.Host, "param", r.Param, "value", r.Value, "pairs", r.Pairs, "paths", r.Paths)
 		} else {
 			e.logger.Info("parameter relevant", "host", r.Host, "param", r.Param, "withdrawn", r.Withdrawn)
 		}
@@ -130,7 +130,7 @@ func paramReport(db *storage.DB) ([]report.IrrelevantParam, error) {
 		if !r.Decided {
 			return nil
 		}
-		row := report.IrrelevantParam{Host: r.Host, Param: r.Param, Pairs: r.Pairs, Paths: r.Paths,
+		row := report.IrrelevantParam{Host: r.Host, Param: r.Param, Value: r.Value, Pairs: r.Pairs, Paths: r.Paths,
 			Withdrawn: r.Withdrawn, Examples: make([]report.ParamPair, 0, len(r.Examples))}
 		for _, e := range r.Examples {
 			row.Examples = append(row.Examples, report.ParamPair(e))

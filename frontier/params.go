@@ -16,8 +16,8 @@ import (
 // the crawl fetches: two pages whose URLs differ only in the value of one parameter, with
 // the same text, say that the parameter did not matter there.
 //
-// The rule, per host and parameter name (a query parameter "visit", or a path parameter
-// ";visit"):
+// The rule, per host and parameter name (a query parameter "visit", a path parameter
+// ";visit", or a path segment "/sess/*/", which needs more: segments.go):
 //
 //   - Evidence: an exact duplicate whose URL equals an earlier page of the same exact
 //     cluster (the original or another copy of it) except for the value of that one
@@ -55,6 +55,8 @@ const (
 	DefaultParamMinPairs   = 3
 	DefaultParamMinPaths   = 2
 	DefaultParamMaxEntries = 1 << 19
+	DefaultSegMinValues    = 32
+	DefaultSegMinPaths     = 3
 	paramMaxExamples       = 5
 )
 
@@ -63,6 +65,11 @@ type ParamOptions struct {
 	MinPairs   int // evidence pairs needed for a rule (default 3)
 	MinPaths   int // distinct URL skeletons among them (default 2)
 	MaxEntries int // URL skeletons remembered, over two generations (default 512 Ki: about 50 MB)
+	// A path segment rule (segments.go) needs, besides MinPairs, SegMinPaths
+	// distinct skeletons among its pairs and SegMinValues distinct values
+	// seen at its position (defaults 3 and 32).
+	SegMinPaths  int
+	SegMinValues int
 }
 
 // ParamPair is one piece of evidence: two fetched URLs that differ only in the
@@ -76,7 +83,8 @@ type ParamPair struct {
 // record the crawl stores (evidence kind "param") and reports.
 type ParamRule struct {
 	Host      string      `json:"host"`
-	Param     string      `json:"param"`             // query parameter name, or ";name" for a path parameter
+	Param     string      `json:"param"`             // query parameter name, ";name" for a path parameter, "/prefix/*/" for a path segment
+	Value     string      `json:"value,omitempty"`   // a path segment rule: the value every URL's segment is set to
 	Pairs     int         `json:"pairs"`             // pieces of evidence
 	Paths     int         `json:"paths"`             // distinct URL skeletons among them
 	Examples  []ParamPair `json:"examples"`          // the first few pieces of evidence
@@ -103,6 +111,8 @@ type ParamLearner struct {
 	cands    map[string]*paramCand // ParamRule.Key() -> state
 	perHost  map[string]int        // host -> parameters tracked in cands
 	active   map[string][]string   // host -> parameters stripped
+	segs     map[string]*segPos    // host and segment name -> values seen there (segments.go)
+	segHost  map[string]int        // host -> positions in segs
 }
 
 // paramGen is one generation of remembered URL skeletons. When the current one holds
@@ -167,8 +177,15 @@ func NewParamLearner(o ParamOptions) *ParamLearner {
 	if o.MaxEntries <= 0 {
 		o.MaxEntries = DefaultParamMaxEntries
 	}
+	if o.SegMinPaths <= 0 {
+		o.SegMinPaths = DefaultSegMinPaths
+	}
+	if o.SegMinValues <= 0 {
+		o.SegMinValues = DefaultSegMinValues
+	}
 	return &ParamLearner{o: o, seed: maphash.MakeSeed(), cur: newParamGen(), old: newParamGen(),
-		cands: map[string]*paramCand{}, perHost: map[string]int{}, active: map[string][]string{}}
+		cands: map[string]*paramCand{}, perHost: map[string]int{}, active: map[string][]string{},
+		segs: map[string]*segPos{}, segHost: map[string]int{}}
 }
 
 // paramSlot is one parameter of a URL: its name (";name" for a path parameter), its
@@ -178,6 +195,9 @@ type paramSlot struct {
 	name, value   string
 	hole, without string
 }
+
+// isSegment reports whether a rule's name is a path segment's ("/prefix/*/").
+func isSegment(name string) bool { return strings.HasPrefix(name, "/") }
 
 // paramSplit takes a canonical URL apart: its host key, its skeleton (host, path and
 // sorted query pieces) and its parameters. ok is false for a URL without an authority.
@@ -224,6 +244,12 @@ func paramSplit(u string) (host, full string, slots []paramSlot, ok bool) {
 			without: skel(path[:i]+path[end:], sorted)})
 		i = end - 1
 	}
+	for name, parts := range sessionSegments(path) {
+		prefix, value, rest := parts[0], parts[1], parts[2]
+		slots = append(slots, paramSlot{name: name, value: value,
+			hole:    skel(prefix+"\x01/"+rest, sorted) + "\x00" + name,
+			without: skel(prefix+rest, sorted)})
+	}
 	return host, full, slots, true
 }
 
@@ -235,12 +261,13 @@ func (l *ParamLearner) hash(kind byte, s string) uint64 {
 	return h.Sum64()
 }
 
-// Observe records a fetched page with text: its canonical URL u and its exact cluster
-// (the page's own id for a unique page, its original's id for an exact duplicate).
-// Near duplicates are not observed. It returns the rules that changed in a way a store
-// must keep: newly decided, newly blocked or withdrawn by counter-evidence.
-// Observing the same URL twice has no further effect.
-func (l *ParamLearner) Observe(u string, cluster uint64) []ParamRule {
+// Observe records a fetched page with text: its canonical URL u, its exact cluster
+// (the page's own id for a unique page, its original's id for an exact duplicate) and
+// the canonical links it offers (only their path segments' values are counted, see
+// segments.go). Near duplicates are not observed. It returns the rules that changed in
+// a way a store must keep: newly decided, newly blocked or withdrawn by
+// counter-evidence. Observing the same URL twice has no further effect.
+func (l *ParamLearner) Observe(u string, cluster uint64, links []string) []ParamRule {
 	host, full, slots, ok := paramSplit(u)
 	if !ok {
 		return nil
@@ -253,13 +280,17 @@ func (l *ParamLearner) Observe(u string, cluster uint64) []ParamRule {
 			changed = append(changed, *r)
 		}
 	}
+	note(l.countSegments(u))
+	for _, link := range links {
+		note(l.countSegments(link))
+	}
 	for _, s := range slots {
 		hk := l.hash('h', s.hole)
 		vh := l.hash('v', s.value)
 		if e, ok := l.get(holesOf, hk); ok {
 			if e.value != vh && e.url != u {
 				if e.cluster == cluster {
-					note(l.evidence(host, s.name, hk, ParamPair{URL: u, Other: e.url}))
+					note(l.evidence(host, s.name, s.value, hk, ParamPair{URL: u, Other: e.url}))
 				} else {
 					note(l.counter(host, s.name, ParamPair{URL: u, Other: e.url}))
 				}
@@ -312,8 +343,9 @@ func (l *ParamLearner) candBounded(host, name string, bounded bool) *paramCand {
 	return c
 }
 
-// evidence adds one pair for (host, name); it returns the rule when it is decided now.
-func (l *ParamLearner) evidence(host, name string, skeleton uint64, p ParamPair) *ParamRule {
+// evidence adds one pair for (host, name), value being the parameter's value in p.URL;
+// it returns the rule when it is decided now.
+func (l *ParamLearner) evidence(host, name, value string, skeleton uint64, p ParamPair) *ParamRule {
 	c := l.cand(host, name)
 	if c == nil {
 		return nil
@@ -328,11 +360,29 @@ func (l *ParamLearner) evidence(host, name string, skeleton uint64, p ParamPair)
 	if len(r.Examples) < paramMaxExamples {
 		r.Examples = append(r.Examples, p)
 	}
-	if r.Decided || r.Pairs < l.o.MinPairs || r.Paths < l.o.MinPaths {
+	if isSegment(name) && r.Value == "" {
+		r.Value = value // the value a decided segment rule sets: one the server issued
+	}
+	return l.decide(c)
+}
+
+// decide decides c's rule if the evidence is enough and nothing contradicts it;
+// it returns the rule when it is decided now. This is the rule's one decision:
+// MinPairs pairs on MinPaths skeletons for a parameter; for a path segment also
+// SegMinPaths skeletons and SegMinValues values seen at its position (segments.go).
+func (l *ParamLearner) decide(c *paramCand) *ParamRule {
+	r := &c.rule
+	if r.Decided || r.Counter != nil || r.Pairs < l.o.MinPairs || r.Paths < l.o.MinPaths {
 		return nil
 	}
+	if isSegment(r.Param) {
+		sp := l.segs[r.Key()]
+		if r.Paths < l.o.SegMinPaths || sp == nil || len(sp.values) < l.o.SegMinValues {
+			return nil
+		}
+	}
 	r.Decided = true
-	l.active[host] = append(l.active[host], name)
+	l.active[r.Host] = append(l.active[r.Host], r.Param)
 	return r.snapshot()
 }
 
@@ -451,6 +501,7 @@ func (l *ParamLearner) Canonical(u string) string {
 	prefix, rest := u[:start], u[start:]
 	path, query, hasQuery := strings.Cut(rest, "?")
 	path = stripPathParams(path, func(n string) bool { return slices.Contains(names, ";"+n) })
+	path = l.setSegments(HostKey(u), names, path)
 	if path == "" {
 		path = "/"
 	}

@@ -195,7 +195,7 @@ func TestParamLearner(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			l := NewParamLearner(ParamOptions{})
 			for _, p := range tt.pages {
-				l.Observe(p.url, p.cluster)
+				l.Observe(p.url, p.cluster, nil)
 			}
 			var active []string
 			for _, r := range l.Rules() {
@@ -228,7 +228,7 @@ func TestParamLearnerReports(t *testing.T) {
 	l := NewParamLearner(ParamOptions{})
 	var changed []ParamRule
 	for _, u := range []string{"http://h/a?s=1", "http://h/a?s=2", "http://h/a?s=3", "http://h/b?s=4", "http://h/b?s=5"} {
-		if c := l.Observe(u, 1); len(c) > 0 {
+		if c := l.Observe(u, 1, nil); len(c) > 0 {
 			if u != "http://h/b?s=5" {
 				t.Errorf("Observe(%q) reported %+v before the threshold", u, c)
 			}
@@ -247,16 +247,16 @@ func TestParamLearnerReports(t *testing.T) {
 		t.Errorf("examples %+v, want %+v", r.Examples, want)
 	}
 	// More evidence after the decision is not news.
-	if c := l.Observe("http://h/b?s=6", 1); len(c) != 0 {
+	if c := l.Observe("http://h/b?s=6", 1, nil); len(c) != 0 {
 		t.Errorf("evidence after the decision reported %+v", c)
 	}
 	// Counter-evidence withdraws, once.
-	l.Observe("http://h/p?s=1", 10)
-	c := l.Observe("http://h/p?s=2", 11)
+	l.Observe("http://h/p?s=1", 10, nil)
+	c := l.Observe("http://h/p?s=2", 11, nil)
 	if len(c) != 1 || !c[0].Withdrawn || c[0].Counter == nil || c[0].Active() {
 		t.Fatalf("counter-evidence reported %+v", c)
 	}
-	if c := l.Observe("http://h/p?s=3", 12); len(c) != 0 {
+	if c := l.Observe("http://h/p?s=3", 12, nil); len(c) != 0 {
 		t.Errorf("second counter-evidence reported %+v", c)
 	}
 	if got := l.Canonical("http://h/x?s=1"); got != "http://h/x?s=1" {
@@ -289,7 +289,7 @@ func TestParamLearnerRestore(t *testing.T) {
 	}
 	// A blocked rule stays blocked whatever the evidence.
 	for i := range 6 {
-		l.Observe(fmt.Sprintf("http://h/%c?page=%d", 'a'+i%2, i), 1)
+		l.Observe(fmt.Sprintf("http://h/%c?page=%d", 'a'+i%2, i), 1, nil)
 	}
 	if got := l.Canonical("http://h/a?page=2"); got != "http://h/a?page=2" {
 		t.Errorf("blocked rule decided: %q", got)
@@ -301,13 +301,13 @@ func TestParamLearnerRestore(t *testing.T) {
 func TestParamLearnerGenerations(t *testing.T) {
 	l := NewParamLearner(ParamOptions{MaxEntries: 100})
 	for i := range 1000 {
-		l.Observe(fmt.Sprintf("http://h/page%d?x=%d", i, i), uint64(100+i))
+		l.Observe(fmt.Sprintf("http://h/page%d?x=%d", i, i), uint64(100+i), nil)
 	}
 	if n := l.cur.size() + l.old.size(); n > 100 {
 		t.Errorf("%d entries remembered, want at most 100", n)
 	}
 	for _, u := range []string{"http://h/a?s=1", "http://h/a?s=2", "http://h/a?s=3", "http://h/b?s=4", "http://h/b?s=5"} {
-		l.Observe(u, 1)
+		l.Observe(u, 1, nil)
 	}
 	if got := l.Canonical("http://h/c?s=1"); got != "http://h/c" {
 		t.Errorf("trap after recycling not learned: %q", got)
@@ -321,11 +321,11 @@ func TestParamLearnerBoundsNames(t *testing.T) {
 	l := NewParamLearner(ParamOptions{})
 	for i := range 5000 {
 		// Same text under two values of a fresh name: evidence for it.
-		l.Observe(fmt.Sprintf("http://h/p?n%d=1", i), 7)
-		l.Observe(fmt.Sprintf("http://h/p?n%d=2", i), 7)
+		l.Observe(fmt.Sprintf("http://h/p?n%d=1", i), 7, nil)
+		l.Observe(fmt.Sprintf("http://h/p?n%d=2", i), 7, nil)
 		// Different text: counter-evidence for another fresh name.
-		l.Observe(fmt.Sprintf("http://h/q?c%d=1", i), uint64(100+2*i))
-		l.Observe(fmt.Sprintf("http://h/q?c%d=2", i), uint64(101+2*i))
+		l.Observe(fmt.Sprintf("http://h/q?c%d=1", i), uint64(100+2*i), nil)
+		l.Observe(fmt.Sprintf("http://h/q?c%d=2", i), uint64(101+2*i), nil)
 	}
 	l.mu.RLock()
 	n := len(l.cands)
@@ -334,7 +334,7 @@ func TestParamLearnerBoundsNames(t *testing.T) {
 		t.Errorf("%d parameters tracked for one host, want at most %d", n, paramMaxPerHost)
 	}
 	for i := range 6 {
-		l.Observe(fmt.Sprintf("http://other/%c?visit=%d", 'a'+i%2, i), 9)
+		l.Observe(fmt.Sprintf("http://other/%c?visit=%d", 'a'+i%2, i), 9, nil)
 	}
 	if got := l.Canonical("http://other/a?visit=5"); got != "http://other/a" {
 		t.Errorf("another host did not learn within the bounds: %q", got)

@@ -89,7 +89,10 @@ func sampleData(tb testing.TB) *Data {
 		IrrelevantParams: []IrrelevantParam{{Host: "shop.example.net", Param: "visit", Pairs: 3, Paths: 2,
 			Examples: []ParamPair{{URL: "http://shop.example.net/a?visit=2", Other: "http://shop.example.net/a?visit=1"}}},
 			{Host: "shop.example.net", Param: "s", Pairs: 4, Paths: 3, Withdrawn: true,
-				Counter: &ParamPair{URL: "http://shop.example.net/p?s=2", Other: "http://shop.example.net/p?s=1"}}},
+				Counter: &ParamPair{URL: "http://shop.example.net/p?s=2", Other: "http://shop.example.net/p?s=1"}},
+			{Host: "shop.example.net", Param: "/*/", Value: "(S(kx3wq0ab4c5d2e1f0a9b8c7d))", Pairs: 40, Paths: 5,
+				Examples: []ParamPair{{URL: "http://shop.example.net/(S(p1q2r3s4t5u0v1w2x3y4z5ab))/a",
+					Other: "http://shop.example.net/(S(kx3wq0ab4c5d2e1f0a9b8c7d))/a"}}}},
 		Filter: "altavista 6x14 r=2",
 		Curve:  altavistaCurve(tb, 20),
 	}

@@ -73,6 +73,16 @@ func keys(t *testing.T, v any) []string {
 	return slices.Sorted(maps.Keys(m))
 }
 
+// paramNamed returns the irrelevant_params entry of the decoded report m whose param is name.
+func paramNamed(m map[string]any, name string) any {
+	for _, p := range m["irrelevant_params"].([]any) {
+		if p.(map[string]any)["param"] == name {
+			return p
+		}
+	}
+	return nil
+}
+
 func TestWriteJSONKeys(t *testing.T) {
 	m := decodeMap(t, sampleData(t))
 	tests := []struct {
@@ -81,8 +91,9 @@ func TestWriteJSONKeys(t *testing.T) {
 		want []string
 	}{
 		{"top level", m, []string{"filter", "filter_curve", "host_notes", "irrelevant_params", "mirrors", "pages", "replicated_prefixes", "stats"}},
-		{"irrelevant param", m["irrelevant_params"].([]any)[0], []string{"host", "param", "pairs", "paths", "examples", "withdrawn", "counter"}},
-		{"param pair", m["irrelevant_params"].([]any)[0].(map[string]any)["counter"], []string{"url", "other"}},
+		{"irrelevant param", paramNamed(m, "s"), []string{"host", "param", "pairs", "paths", "examples", "withdrawn", "counter"}},
+		{"param pair", paramNamed(m, "s").(map[string]any)["counter"], []string{"url", "other"}},
+		{"path segment", paramNamed(m, "/*/"), []string{"host", "param", "value", "pairs", "paths", "examples", "withdrawn"}},
 		{"stats", m["stats"], []string{"by_class", "complete", "finished", "hosts", "pages", "requests", "started"}},
 		{"by_class", m["stats"].(map[string]any)["by_class"], Classes()},
 		{"mirror", m["mirrors"].([]any)[0], []string{"host", "mirror_of", "original_prefix", "paths_compared",

@@ -115,11 +115,12 @@ type HostNote struct {
 // URLs were canonicalized without it.
 type IrrelevantParam struct {
 	Host      string      `json:"host"`
-	Param     string      `json:"param"`     // query parameter name, or ";name" for a path parameter
-	Pairs     int         `json:"pairs"`     // pieces of evidence: duplicate pairs differing only in this parameter
-	Paths     int         `json:"paths"`     // distinct URLs (path and other parameters) among them
-	Examples  []ParamPair `json:"examples"`  // the first pairs; never null
-	Withdrawn bool        `json:"withdrawn"` // later contradicted: stripping stopped then
+	Param     string      `json:"param"`           // query parameter name, ";name" for a path parameter, "/prefix/*/" for a path segment
+	Value     string      `json:"value,omitempty"` // a path segment: the value its URLs were given
+	Pairs     int         `json:"pairs"`           // pieces of evidence: duplicate pairs differing only in this parameter
+	Paths     int         `json:"paths"`           // distinct URLs (path and other parameters) among them
+	Examples  []ParamPair `json:"examples"`        // the first pairs; never null
+	Withdrawn bool        `json:"withdrawn"`       // later contradicted: stripping stopped then
 	Counter   *ParamPair  `json:"counter,omitempty"`
 }
 

@@ -270,6 +270,9 @@ func (t *textWriter) irrelevantParams(ps []IrrelevantParam) {
 	t.heading(fmt.Sprintf("IRRELEVANT PARAMETERS (%d)", len(ps)))
 	for _, p := range ps {
 		state := "stripped"
+		if p.Value != "" {
+			state = "set to " + truncateMiddle(p.Value, 32)
+		}
 		if p.Withdrawn {
 			state = "withdrawn"
 		}

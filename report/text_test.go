@@ -89,6 +89,7 @@ func TestWriteTextContent(t *testing.T) {
 		"  mirror.example.org/docs/                        -> www.example.com/",
 		"      score 0.950   paths matched 19 of 20   requests saved 41",
 		"      score 1.000   paths matched 8 of 8   requests saved 12",
+		"  shop.example.net          /*/: set to (S(kx3wq0ab4c5d2e1f0a9b8c7d)), 40 duplicate pairs on 5 URLs",
 	}
 	lines := strings.Split(out, "\n")
 	for _, w := range wantLines {

@@ -35,7 +35,30 @@ const (
 	// (a shared header and footer around a paragraph of its own), so only the
 	// copies of one aisle under different tokens are exact duplicates.
 	SessionAisles SessionVariant = "aisles"
+
+	// The path session shops (issue 27): the session id is a path segment of its
+	// own, and each aisle's text is its own, as in SessionAisles. The front page
+	// is also served without a session (a first visit).
+
+	// SessionASPNET: "/(S(R))/a", ASP.NET's cookieless session, R 24 letters
+	// and digits.
+	SessionASPNET SessionVariant = "aspnet"
+	// SessionASPNETX: "/(X(1)S(R))/a", the same with ASP.NET's cookieless
+	// marker of a browser without cookies first.
+	SessionASPNETX SessionVariant = "aspnetx"
+	// SessionSegment: "/sess/R/a", R 32 hex digits, a bare opaque segment.
+	SessionSegment SessionVariant = "segment"
 )
+
+// PathSessionVariants lists the shops whose session id is a path segment.
+func PathSessionVariants() []SessionVariant {
+	return []SessionVariant{SessionASPNET, SessionASPNETX, SessionSegment}
+}
+
+// pathSession reports whether v keeps its session id in a path segment.
+func (v SessionVariant) pathSession() bool {
+	return v == SessionASPNET || v == SessionASPNETX || v == SessionSegment
+}
 
 // SessionVariants lists every shop.
 func SessionVariants() []SessionVariant {
@@ -78,8 +101,8 @@ func (s *SessionShop) RealPages() []string {
 // Titles returns the titles of the shop's distinct texts: one per real page, or a
 // single one when every page holds the same text.
 func (s *SessionShop) Titles() []string {
-	switch s.v {
-	case SessionPaged, SessionAisles:
+	switch {
+	case s.v == SessionPaged, s.v == SessionAisles, s.v.pathSession():
 		out := make([]string, 0, len(s.RealPages()))
 		for _, p := range s.RealPages() {
 			out = append(out, s.title(p))
@@ -121,6 +144,12 @@ func (s *SessionShop) title(real string) string {
 		}
 		return "Aisle shop aisle " + strings.TrimPrefix(real, "/")
 	}
+	if s.v.pathSession() {
+		if real == "/" {
+			return "Path session shop " + string(s.v) + " front"
+		}
+		return "Path session shop " + string(s.v) + " aisle " + strings.TrimPrefix(real, "/")
+	}
 	return "Session shop " + string(s.v)
 }
 
@@ -132,6 +161,9 @@ func (s *SessionShop) real(r *http.Request) (string, bool) {
 			return "", false
 		}
 		path = path[:i]
+	}
+	if s.v.pathSession() {
+		path = s.stripSession(path)
 	}
 	if s.v == SessionPaged {
 		if path == "/" {
@@ -151,6 +183,34 @@ func (s *SessionShop) real(r *http.Request) (string, bool) {
 	return "", false
 }
 
+// stripSession returns path without its session segment ("/(S(R))/a" to "/a"), or
+// path itself when it has none.
+func (s *SessionShop) stripSession(path string) string {
+	prefix, open := "/(S(", "))"
+	switch s.v {
+	case SessionASPNETX:
+		prefix = "/(X(1)S("
+	case SessionSegment:
+		prefix, open = "/sess/", "/"
+	}
+	rest, ok := strings.CutPrefix(path, prefix)
+	if !ok {
+		return path
+	}
+	i := strings.Index(rest, open)
+	if i < 0 || strings.ContainsAny(rest[:i], "/()") {
+		return "\x00" // no page
+	}
+	p := rest[i+len(open):]
+	if s.v != SessionSegment {
+		p = strings.TrimPrefix(p, "/")
+		if !strings.HasPrefix(rest[i+len(open):], "/") {
+			return "\x00"
+		}
+	}
+	return "/" + p
+}
+
 // link returns the URL of real page p under session id sid.
 func (s *SessionShop) link(p, sid string) string {
 	switch s.v {
@@ -162,6 +222,12 @@ func (s *SessionShop) link(p, sid string) string {
 		return p + "?visit=" + sid
 	case SessionPaged:
 		return p + map[bool]string{true: "&", false: "?"}[strings.Contains(p, "?")] + "s=" + sid
+	case SessionASPNET:
+		return "/(S(" + sid + "))" + p
+	case SessionASPNETX:
+		return "/(X(1)S(" + sid + "))" + p
+	case SessionSegment:
+		return "/sess/" + sid + p
 	default:
 		return p + "?token=" + sid
 	}
@@ -177,6 +243,15 @@ func (s *SessionShop) sessionID() string {
 		return fmt.Sprintf("%010d", rand.Uint64N(1e10))
 	case SessionPaged:
 		return fmt.Sprintf("%012x", rand.Uint64N(1<<48))
+	case SessionASPNET, SessionASPNETX:
+		const chars = "abcdefghijklmnopqrstuvwxyz012345" // ASP.NET's alphabet
+		b := make([]byte, 24)
+		for i := range b {
+			b[i] = chars[rand.IntN(len(chars))]
+		}
+		return string(b)
+	case SessionSegment:
+		return fmt.Sprintf("a%015x%016x", rand.Uint64N(1<<60), rand.Uint64())
 	default:
 		b := make([]byte, 16)
 		for i := range b {
@@ -206,8 +281,8 @@ func (s *SessionShop) links(p string) []string {
 func (s *SessionShop) text(p string) string {
 	const shared = "Welcome to the shop. Browse our fine selection of goods, " +
 		"add what you like to your basket and pay at the counter. Delivery is free on orders above twenty crowns."
-	switch s.v {
-	case SessionPaged, SessionAisles:
+	switch {
+	case s.v == SessionPaged, s.v == SessionAisles, s.v.pathSession():
 		var b strings.Builder
 		b.WriteString(shared)
 		h := 0
