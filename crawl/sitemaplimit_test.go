@@ -219,8 +219,11 @@ func TestSitemapOverLimit(t *testing.T) {
 		hp + " /endless.xml": fmt.Sprintf("urlset, %d entries, %d queued, cut at the bytes limit", want, want),
 	})
 	// Bounded: the server stopped once the client stopped reading, socket
-	// buffers past the bound (a work bound, far above any buffer size).
-	if w := written.Load(); w > limit+64<<20 {
+	// buffers past the bound (a work bound: Linux's loopback buffers grow to
+	// 4 MiB sent and 6 MiB received at most, tcp_wmem and tcp_rmem).
+	w := written.Load()
+	t.Logf("the server wrote %d bytes", w)
+	if w > limit+32<<20 {
 		t.Errorf("the server wrote %d bytes: the read went on past the bound", w)
 	}
 }
