@@ -199,7 +199,7 @@ type sitemapRecord struct {
 	OffSite    int    `json:"off_site,omitempty"`     // entries the protocol does not let it list
 	OutOfScope int    `json:"out_of_scope,omitempty"` // entries outside the crawl's scope or max_depth
 	NotQueued  int    `json:"not_queued,omitempty"`   // sitemaps past the nesting or per-site bound
-	Truncated  string `json:"truncated,omitempty"`    // the limit that ended the read
+	Truncated  string `json:"truncated,omitempty"`    // the limit that ended the read (urls, bytes, depth), or "broken off" (the body did)
 	Error      string `json:"error,omitempty"`
 }
 
