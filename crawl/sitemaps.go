@@ -26,11 +26,11 @@ import (
 // but its body is bounded by crawl.sitemap_max_bytes (the protocol's 50 MB),
 // not fetch.max_body_size, and a body that breaks off (the timeout, a
 // reset) is read as far as it arrived (fetch.Fetcher.FetchSitemap); one
-// sitemap item is handled at a time (sitemapParses). Its body is read by package
-// sitemap (bounded: 50,000 entries, sitemap_max_bytes uncompressed; a
-// trailing entry not received whole is dropped, the ones before it kept);
-// a urlset's URLs are followed like a page's links (scope,
-// traps, max_depth, the seen-set), an index's sitemaps are queued as sitemap
+// sitemap item is handled at a time (sitemapParses). Its body is read by
+// package sitemap (bounded: 50,000 entries, sitemap_max_bytes uncompressed;
+// a trailing entry not received whole is dropped, the ones before it
+// kept); a urlset's URLs are followed like a page's links (scope, traps,
+// max_depth, the seen-set), an index's sitemaps are queued as sitemap
 // items one level deeper. As the protocol allows, a sitemap may list URLs of
 // the host whose robots.txt named it (either scheme), or of its own site
 // under its own directory; a sitemap named by robots.txt may be on another
