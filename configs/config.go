@@ -89,6 +89,7 @@ type Crawl struct {
 	FollowNofollow     bool     `yaml:"follow_nofollow"`
 	SkipDuplicateLinks bool     `yaml:"skip_duplicate_links"`
 	Sitemaps           bool     `yaml:"sitemaps"`
+	SitemapMaxBytes    int64    `yaml:"sitemap_max_bytes"`
 	CanonicalHints     bool     `yaml:"canonical_hints"`
 }
 

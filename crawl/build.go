@@ -231,6 +231,7 @@ func EngineOptions(cfg configs.Config) Options {
 		FollowNofollow:     cfg.Crawl.FollowNofollow,
 		SkipDuplicateLinks: cfg.Crawl.SkipDuplicateLinks,
 		Sitemaps:           cfg.Crawl.Sitemaps,
+		SitemapMaxBytes:    cfg.Crawl.SitemapMaxBytes,
 		CanonicalHints:     cfg.Crawl.CanonicalHints,
 		ObeyRobots:         cfg.Politeness.ObeyRobots,
 		RobotsAgent:        cfg.Fetch.RobotsAgent,

@@ -76,6 +76,7 @@ type Options struct {
 	MaxLookups         int              // concurrent politeness lookups (0 = DefaultMaxLookups)
 	LookupTimeout      time.Duration    // one politeness lookup (0 = DefaultLookupTimeout)
 	Sitemaps           bool             // fetch the sitemaps robots.txt names and queue their URLs (sitemaps.go)
+	SitemapMaxBytes    int64            // uncompressed bytes of one sitemap read (crawl.sitemap_max_bytes; 0 = sitemap.MaxBytes)
 	CanonicalHints     bool             // queue a known canonical URL in place of its alias (canonical.go)
 	ParamRefresh       time.Duration    // read the parameter rules other workers stored this often (params.go; 0 = never)
 }

@@ -110,6 +110,9 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap lets http.ResponseController reach Flush and Hijack.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
@@ -273,6 +276,8 @@ type crawlConfig struct {
 	Policy         *fetch.AddrPolicy // address policy (DenyPrivate); nil: any address
 	Resolver       fetch.Resolver    // name lookups of the fetcher and the engine; nil: the system's
 	NoSitemaps     bool              // crawl.sitemaps: false
+	MaxPages       int               // crawl.max_pages (0: no limit)
+	SitemapBytes   int64             // crawl.sitemap_max_bytes (0: the default, 50 MB)
 	// Net is the in-memory network the crawl fetches from and resolves
 	// names on (startMemServer); nil: the real one. runCrawl closes it.
 	Net *memnet.Network
@@ -316,6 +321,10 @@ func (c crawlConfig) config() configs.Config {
 	cfg.Crawl.Workers, cfg.Crawl.MaxDepth, cfg.Crawl.FollowNofollow = c.Workers, 10, c.FollowNofollow
 	cfg.Crawl.SkipDuplicateLinks, cfg.Mirror.Enabled = c.Mirror, c.Mirror
 	cfg.Crawl.Sitemaps = !c.NoSitemaps
+	cfg.Crawl.MaxPages = c.MaxPages
+	if c.SitemapBytes > 0 {
+		cfg.Crawl.SitemapMaxBytes = c.SitemapBytes
+	}
 	if c.ScopeAny {
 		cfg.Crawl.Scope = "any"
 	}

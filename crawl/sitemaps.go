@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,10 +22,15 @@ import (
 // site's robots.txt are queued as sitemap items (frontier.Item.Sitemap), once
 // per site and run, when the engine first holds the site's rules. A sitemap
 // item is leased, checked against robots.txt and the address policy, and
-// fetched like a page: the same frontier, politeness clock and back-off. Its
-// body is read by package sitemap (bounded: 50,000 entries, 50 MB
-// uncompressed); a urlset's URLs are followed like a page's links (scope,
-// traps, max_depth, the seen-set), an index's sitemaps are queued as sitemap
+// fetched like a page: the same frontier, politeness clock and back-off,
+// but its body is bounded by crawl.sitemap_max_bytes (the protocol's 50 MB),
+// not fetch.max_body_size, and a body that breaks off (the timeout, a
+// reset) is read as far as it arrived (fetch.Fetcher.FetchSitemap); one
+// sitemap item is handled at a time (sitemapParses). Its body is read by
+// package sitemap (bounded: 50,000 entries, sitemap_max_bytes uncompressed;
+// a trailing entry not received whole is dropped, the ones before it
+// kept); a urlset's URLs are followed like a page's links (scope, traps,
+// max_depth, the seen-set), an index's sitemaps are queued as sitemap
 // items one level deeper. As the protocol allows, a sitemap may list URLs of
 // the host whose robots.txt named it (either scheme), or of its own site
 // under its own directory; a sitemap named by robots.txt may be on another
@@ -48,9 +54,11 @@ const (
 	// maxSitemapsPerSite bounds the sitemap files queued per robots.txt
 	// site and run (an index may list 50,000).
 	maxSitemapsPerSite = 1000
-	// sitemapParses bounds the sitemaps read at once: a read may hold one
-	// text node of up to sitemap.MaxBytes.
-	sitemapParses = 2
+	// sitemapParses bounds the sitemap items handled at once, from the
+	// fetch to the commit: each holds a body of up to sitemap_max_bytes
+	// (the protocol's 50 MB, up to twice that while its buffer grows) and
+	// its entries. One at a time: a crawl holds one sitemap's memory.
+	sitemapParses = 1
 )
 
 // sitemapState is the engine's per-run memory of sitemaps.
@@ -59,6 +67,35 @@ type sitemapState struct {
 	robots  map[string]bool // robots.txt sites whose Sitemap lines were queued
 	files   map[string]int  // sitemap items queued per robots.txt URL
 	parsing chan struct{}   // sitemapParses tokens
+}
+
+// hold waits for one of the sitemapParses tokens; the returned function
+// gives it back.
+func (s *sitemapState) hold() func() {
+	s.lock()
+	sem := s.parsing
+	s.mu.Unlock()
+	sem <- struct{}{}
+	return func() { <-sem }
+}
+
+// sitemapFetcher fetches a sitemap within its own body limit, keeping a
+// body that broke off (*fetch.Fetcher does).
+type sitemapFetcher interface {
+	FetchSitemap(ctx context.Context, rawURL string, maxBody int64) (*fetch.Result, error)
+}
+
+// sitemapMaxBytes is crawl.sitemap_max_bytes.
+func (e *Engine) sitemapMaxBytes() int64 {
+	return cmp.Or(e.o.SitemapMaxBytes, sitemap.MaxBytes)
+}
+
+// fetchSitemap fetches a sitemap item.
+func (e *Engine) fetchSitemap(ctx context.Context, rawURL string) (*fetch.Result, error) {
+	if sf, ok := e.f.(sitemapFetcher); ok {
+		return sf.FetchSitemap(ctx, rawURL, e.sitemapMaxBytes())
+	}
+	return e.f.Fetch(ctx, rawURL)
 }
 
 func (s *sitemapState) lock() {
@@ -162,7 +199,7 @@ type sitemapRecord struct {
 	OffSite    int    `json:"off_site,omitempty"`     // entries the protocol does not let it list
 	OutOfScope int    `json:"out_of_scope,omitempty"` // entries outside the crawl's scope or max_depth
 	NotQueued  int    `json:"not_queued,omitempty"`   // sitemaps past the nesting or per-site bound
-	Truncated  string `json:"truncated,omitempty"`    // the limit that ended the read
+	Truncated  string `json:"truncated,omitempty"`    // the limit that ended the read (urls, bytes, depth), or "broken off" (the body did)
 	Error      string `json:"error,omitempty"`
 }
 
@@ -177,12 +214,19 @@ func (e *Engine) handleSitemap(it *frontier.Item, res *fetch.Result, ferr error)
 	if res != nil {
 		fillFromResult(p, res)
 	}
-	// A body cut at fetch.max_body_size is read as far as it goes.
-	if res != nil && res.Status >= 200 && res.Status < 300 && (ferr == nil || res.Truncated) {
+	// A body cut at sitemap_max_bytes, or broken off, is read as far as it
+	// goes: the entries received whole are kept.
+	if res != nil && res.Status >= 200 && res.Status < 300 && (ferr == nil || res.Truncated || res.Partial) {
 		parsed = e.readSitemap(res.RawBody)
-		if res.Truncated && parsed.Truncated == "" {
+		switch {
+		case res.Truncated && parsed.Truncated == "":
 			// The cut explains the document's unexpected end.
-			parsed.Truncated, parsed.Err = "fetch.max_body_size", nil
+			parsed.Truncated, parsed.Err = "bytes", nil
+		case res.Partial && parsed.Truncated == "":
+			parsed.Truncated, parsed.Err = "broken off", ferr
+		}
+		if res.Partial && fe != nil {
+			p.ErrorClass = fe.Class // the sitemap's trouble, the fetch's class
 		}
 		ferr = nil
 	}
@@ -201,7 +245,7 @@ func (e *Engine) handleSitemap(it *frontier.Item, res *fetch.Result, ferr error)
 			rec.Error = parsed.Err.Error()
 		}
 		if rec.Error != "" || rec.Truncated != "" {
-			p.ErrorClass, p.Error = "sitemap", sitemapTrouble(rec)
+			p.ErrorClass, p.Error = cmp.Or(p.ErrorClass, "sitemap"), e.sitemapTrouble(rec)
 			e.logger.Warn("sitemap not read whole", "url", it.URL, "problem", p.Error)
 		}
 	}
@@ -211,31 +255,32 @@ func (e *Engine) handleSitemap(it *frontier.Item, res *fetch.Result, ferr error)
 	e.commitSitemap(it, p, res, parsed, rec)
 }
 
-// readSitemap parses a sitemap body, at most sitemapParses at once.
+// readSitemap parses a sitemap body (held by its item's token: handle),
+// at most sitemap_max_bytes of it uncompressed.
 func (e *Engine) readSitemap(body []byte) *sitemap.Result {
-	e.sitemaps.lock()
-	sem := e.sitemaps.parsing
-	e.sitemaps.mu.Unlock()
-	sem <- struct{}{}
-	defer func() { <-sem }()
-	return sitemap.Parse(body, sitemap.Options{})
+	return sitemap.Parse(body, sitemap.Options{MaxBytes: e.sitemapMaxBytes()})
 }
 
 // sitemapTrouble says what kept a sitemap from being read whole.
-func sitemapTrouble(rec *sitemapRecord) string {
+func (e *Engine) sitemapTrouble(rec *sitemapRecord) string {
 	var parts []string
 	switch rec.Truncated {
 	case "urls":
 		parts = append(parts, fmt.Sprintf("more than %d entries (the protocol's limit): the rest not read", sitemap.MaxURLs))
 	case "bytes":
-		parts = append(parts, fmt.Sprintf("more than %d MB uncompressed (the protocol's limit): the rest not read", sitemap.MaxBytes>>20))
+		parts = append(parts, fmt.Sprintf("more than %d bytes uncompressed (crawl.sitemap_max_bytes): the rest not read",
+			e.sitemapMaxBytes()))
 	case "depth":
 		parts = append(parts, fmt.Sprintf("elements nested deeper than %d: the rest not read", sitemap.MaxDepth))
-	case "fetch.max_body_size":
-		parts = append(parts, "body longer than fetch.max_body_size: the part fetched read")
+	case "broken off":
+		parts = append(parts, "truncated: the body broke off, the entries received whole read")
 	}
 	if rec.Error != "" {
-		parts = append(parts, "malformed: "+rec.Error)
+		if rec.Truncated == "broken off" {
+			parts = append(parts, rec.Error)
+		} else {
+			parts = append(parts, "malformed: "+rec.Error)
+		}
 	}
 	return fmt.Sprintf("sitemap (%d entries read): %s", rec.Entries, strings.Join(parts, "; "))
 }
@@ -454,7 +499,11 @@ func sitemapNote(u string, r sitemapRecord) (detail string, ok bool) {
 			detail += fmt.Sprintf(", %d %s", c.n, c.what)
 		}
 	}
-	if r.Truncated != "" {
+	switch r.Truncated {
+	case "":
+	case "broken off":
+		detail += ", truncated: broken off"
+	default:
 		detail += ", cut at the " + r.Truncated + " limit"
 	}
 	if r.Error != "" {

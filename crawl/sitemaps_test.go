@@ -258,9 +258,9 @@ func TestSitemapsHostile(t *testing.T) {
 	// The timeout is a hang bound: the crawl takes seconds alone, and over a
 	// minute under -race on a loaded machine.
 	res := runCrawl(t, crawlConfig{Delay: delay, Timeout: 5 * time.Minute}, base+"/")
-	// Bounded: 12 sitemaps at most sitemap.MaxBytes (50 MB) each in
-	// flight at most two at a time, and none inflated whole (the bombs are
-	// 256 MiB each).
+	// Bounded: 12 sitemaps of at most sitemap.MaxBytes (50 MB) each,
+	// handled one at a time, and none inflated whole (the bombs are 256 MiB
+	// each).
 	if mb := peak() >> 20; mb > 400 {
 		t.Errorf("heap peaked at %d MB during the crawl", mb)
 	} else {
@@ -276,7 +276,7 @@ func TestSitemapsHostile(t *testing.T) {
 		hp + " (sitemaps)":      "sitemap files 14, URLs listed 50005, queued 4",
 		hp + " /million.xml.gz": "urlset, 50000 entries, 0 queued, 50000 off site, cut at the urls limit",
 		hp + " /bomb.xml.gz":    "urlset, 1 entries, 1 queued, cut at the bytes limit",
-		hp + " /bomb-ce.xml":    "urlset, 1 entries, 1 queued, cut at the fetch.max_body_size limit",
+		hp + " /bomb-ce.xml":    "urlset, 1 entries, 1 queued, cut at the bytes limit",
 		hp + " /lol.xml":        "urlset, 1 entries, 0 queued, 1 off site",
 		hp + " /idx3.xml":       "index, 1 entries, 0 queued, 1 sitemaps past the bounds",
 		hp + " /slow.xml":       "not read, 0 entries, 0 queued, error: " + res.page(t, base+"/slow.xml").Error,

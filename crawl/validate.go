@@ -58,6 +58,9 @@ func crawlLimits(cfg configs.Config) error {
 	if f.Timeout == 0 {
 		bad("fetch.timeout must be > 0, got %s", f.Timeout.D())
 	}
+	if cfg.Crawl.SitemapMaxBytes == 0 {
+		bad("crawl.sitemap_max_bytes must be > 0, got 0")
+	}
 	if fetchOK(fetch.Options{MaxBodySize: f.MaxBodySize}) && (f.MaxBodySize < 1024 || f.MaxBodySize > MaxBodySize) {
 		bad("fetch.max_body_size must be between 1024 and %d bytes (512 MiB), got %d", MaxBodySize, f.MaxBodySize)
 	}
@@ -85,6 +88,10 @@ func (o Options) Validate() error {
 	}
 	if o.MaxRedirects < 0 || o.MaxRedirects > maxRedirects {
 		bad("max_redirects must be between 0 and %d, got %d", maxRedirects, o.MaxRedirects)
+	}
+	if o.SitemapMaxBytes < 0 || o.SitemapMaxBytes > MaxBodySize {
+		bad("sitemap_max_bytes must be between 1 and %d bytes (512 MiB; 0 in code: the protocol's 50 MB), got %d",
+			MaxBodySize, o.SitemapMaxBytes)
 	}
 	return errors.Join(errs...)
 }

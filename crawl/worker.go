@@ -37,6 +37,9 @@ type attempt struct {
 // handle processes one leased item to the end of its lease.
 func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
 	defer e.fr.Finish(it)
+	if it.Sitemap > 0 {
+		defer e.sitemaps.hold()() // its body, from the fetch to the commit
+	}
 	a := e.attempt(ctx, it)
 	requeued := e.fr.Release(it, a.release)
 	if a.settled {
@@ -154,7 +157,13 @@ func (e *Engine) request(ctx context.Context, it *frontier.Item, u *url.URL, pre
 		fctx = fence.fenced(ctx)
 	}
 	start := time.Now()
-	res, ferr := e.fetchVersion(stallInConnect(fctx, it.Target()), it.Target(), prev)
+	var res *fetch.Result
+	var ferr error
+	if it.Sitemap > 0 {
+		res, ferr = e.fetchSitemap(stallInConnect(fctx, it.Target()), it.Target())
+	} else {
+		res, ferr = e.fetchVersion(stallInConnect(fctx, it.Target()), it.Target(), prev)
+	}
 	if isFenced(ferr) {
 		e.leaseLost(ctx, it, "", ferr)
 		return attempt{release: frontier.Outcome{Requeue: true}}

@@ -42,6 +42,7 @@ type Result struct {
 	ContentType   string        // media type, lower-case, no parameters ("" if the header is absent)
 	IsHTML        bool          // text/html or application/xhtml+xml (sniffed when the header is absent)
 	Truncated     bool          // the body was longer than MaxBodySize; RawBody holds the first MaxBodySize bytes
+	Partial       bool          // FetchSitemap only: the body ended early with the error returned; RawBody holds what arrived
 	RemoteIP      string        // server IP actually connected to, "" if unknown or through a proxy
 	Proxy         string        // the proxy the response came through (credentials removed), "" if direct
 	FetchedAt     time.Time     // when the request started
@@ -117,6 +118,21 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Result, error) {
 	return res, err
 }
 
+// FetchSitemap is Fetch for a sitemap, which the sitemaps protocol lets be larger than a page:
+// its body is bounded by maxBody decoded bytes (a gzip bomb sent with Content-Encoding stops there)
+// in place of MaxBodySize, and a 2xx body that ends early (the timeout, a reset, a connection
+// closed mid-body) after some bytes arrived is returned together with the error, RawBody holding
+// what arrived and Partial set. Page fetches (Fetch, FetchIf) are not affected.
+func (f *Fetcher) FetchSitemap(ctx context.Context, rawURL string, maxBody int64) (*Result, error) {
+	if maxBody <= 0 || maxBody > maxBodyLimit {
+		return nil, &Error{URL: rawURL, Class: "other", Err: fmt.Errorf("sitemap body limit %d: must be in [1, %d]", maxBody, int64(maxBodyLimit))}
+	}
+	lim := f.pageLimits()
+	lim.maxBody, lim.partial = maxBody, true
+	res, _, err := f.do(ctx, rawURL, lim, Validators{})
+	return res, err
+}
+
 // limits are the per-call limits of do.
 type limits struct {
 	maxRedirects int
@@ -125,6 +141,8 @@ type limits struct {
 	// revisit follows a redirect back to a URL of the chain, within maxRedirects: RFC 9309
 	// section 2.3.1.2 asks robots.txt to follow at least five redirects, a loop included.
 	revisit bool
+	// partial returns a 2xx body that ended early with its error (FetchSitemap).
+	partial bool
 }
 
 // pageLimits are the limits of a page fetch.
@@ -158,7 +176,10 @@ func (f *Fetcher) do(parent context.Context, rawURL string, lim limits, cond Val
 
 	ctx, cancel := context.WithTimeout(parent, f.opts.Timeout)
 	defer cancel()
-	st := &reqState{maxRedirects: lim.maxRedirects, noFollow: lim.noFollow, revisit: lim.revisit}
+	st := &reqState{maxRedirects: lim.maxRedirects, noFollow: lim.noFollow, revisit: lim.revisit, partial: lim.partial}
+	if lim.partial {
+		st.partialMax = maxBody + 1 // one more byte than allowed tells us the body was larger
+	}
 	if f.opts.DenyPrivate && f.opts.Transport != nil {
 		st.policy = &f.opts.Policy
 	}
@@ -199,10 +220,19 @@ func (f *Fetcher) do(parent context.Context, rawURL string, lim limits, cond Val
 	proxy := st.proxy
 	capture := st.body
 	fenced := st.fenced
+	partialHeader, partialURL := st.partialHeader, st.partialURL
 	st.mu.Unlock()
 
 	if fenced != nil {
 		return fail(fmt.Errorf("%w: %w", ErrFenced, fenced))
+	}
+	var partialErr error
+	if reqErr != nil && lim.partial && partialHeader != nil && capture != nil && capture.buf.Len() > 0 &&
+		lastStatus >= 200 && lastStatus < 300 {
+		// The body broke off after some of it arrived: what arrived is the result.
+		partialErr = &Error{URL: rawURL, Class: classify(parent, reqErr), Err: reqErr}
+		resp = &colly.Response{StatusCode: lastStatus, Headers: &partialHeader, Request: &colly.Request{URL: partialURL}}
+		reqErr = nil
 	}
 	if reqErr != nil {
 		return fail(reqErr)
@@ -256,6 +286,11 @@ func (f *Fetcher) do(parent context.Context, rawURL string, lim limits, cond Val
 	log.Debug("fetched", LogKeyStatus, res.Status, LogKeyBytes, len(raw), LogKeyDuration, dur)
 	if truncated {
 		return res, lastStatus, &Error{URL: rawURL, Class: ClassTooLarge, Err: fmt.Errorf("more than %d bytes: %w", maxBody, ErrTooLarge)}
+	}
+	if partialErr != nil {
+		res.Partial = true
+		log.Debug("body ended early", LogKeyBytes, len(raw), LogKeyErr, partialErr)
+		return res, lastStatus, partialErr
 	}
 	return res, lastStatus, nil
 }

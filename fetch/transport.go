@@ -114,6 +114,15 @@ type reqState struct {
 	fence  Fence                   // asked before each request is written; nil: none
 	stop   context.CancelCauseFunc // cancels the fetch when fence fails
 	fenced error                   // fence's error: nothing was written
+
+	// partial (FetchSitemap only) keeps what a body that ends early needs,
+	// the headers and URL of the last response (under mu; nil until it
+	// arrives), and reads the body, at most partialMax bytes, into the
+	// capture alone (not also into colly's copy).
+	partial       bool
+	partialMax    int64
+	partialHeader http.Header
+	partialURL    *url.URL
 }
 
 type stateKey struct{}
@@ -192,6 +201,7 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	if st != nil {
 		st.mu.Lock()
 		st.connected, st.proxy = false, nil
+		st.partialHeader, st.partialURL = nil, nil
 		st.mu.Unlock()
 		if st.fence != nil && !t.traced {
 			st.fenceAsk(req.Context(), st.fence, st.stop, func() {})
@@ -252,9 +262,18 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	if resp.ContentLength > 0 {
 		capture.buf.Grow(int(min(resp.ContentLength, 1<<20)))
 	}
+	if st.partial && resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		capture.drain = st.partialMax
+		if resp.ContentLength > 0 { // bounded: the body read is
+			capture.buf.Grow(int(min(resp.ContentLength, st.partialMax)))
+		}
+	}
 	resp.Body = capture
 	st.mu.Lock()
 	st.body = capture
+	if st.partial {
+		st.partialHeader, st.partialURL = resp.Header, req.URL
+	}
 	st.mu.Unlock()
 	return resp, nil
 }
@@ -332,13 +351,27 @@ func (d *deflateBody) Read(p []byte) (int, error) {
 
 func (d *deflateBody) Close() error { return d.src.Close() }
 
-// captureBody keeps a copy of everything read through it.
+// captureBody keeps a copy of everything read through it. With drain > 0
+// its first Read reads up to drain bytes into buf and returns none: buf is
+// the only copy.
 type captureBody struct {
-	rc  io.ReadCloser
-	buf bytes.Buffer
+	rc    io.ReadCloser
+	buf   bytes.Buffer
+	drain int64
 }
 
 func (c *captureBody) Read(p []byte) (int, error) {
+	if c.drain > 0 {
+		_, err := c.buf.ReadFrom(io.LimitReader(c.rc, c.drain))
+		c.drain = -1
+		if err == nil {
+			err = io.EOF
+		}
+		return 0, err
+	}
+	if c.drain < 0 {
+		return 0, io.EOF
+	}
 	n, err := c.rc.Read(p)
 	c.buf.Write(p[:n])
 	return n, err
