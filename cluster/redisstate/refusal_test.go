@@ -65,10 +65,10 @@ var refusals = []refusal{
 			}
 			port := ln.Addr().(*net.TCPAddr).Port
 			ln.Close()
-			return rdb.SlaveOf(context.Background(), "127.0.0.1", fmt.Sprint(port)).Err()
+			return rdb.ReplicaOf(context.Background(), "127.0.0.1", fmt.Sprint(port)).Err()
 		},
 		func(_ *redistest.Server, rdb *redis.Client) error {
-			return rdb.SlaveOf(context.Background(), "NO", "ONE").Err()
+			return rdb.ReplicaOf(context.Background(), "NO", "ONE").Err()
 		}},
 	{"down", // the server stopped: connection refused (the first refusal is the prefetch's read)
 		func(srv *redistest.Server, _ *redis.Client) error { srv.Stop(); return nil },
