@@ -75,6 +75,16 @@ func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res 
 		}
 		return ct.record(p, c, res, decision)
 	})
+	if errors.Is(err, ErrNotRecorded) {
+		// Given up at the stop, wherever the store refused (the duplicate
+		// decision, a read, a page id, the commit): the item stays in
+		// flight, as nothing of its page was recorded.
+		if k, ok := e.fr.(InFlightKeeper); ok {
+			k.KeepInFlight(it)
+		}
+		e.setFatal(fmt.Errorf("%s: %w", it.URL, err)) // not fatal: logged
+		return
+	}
 	if derr != nil {
 		e.setFatal(fmt.Errorf("cannot decide %s: %w", it.URL, derr))
 		return

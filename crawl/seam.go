@@ -82,6 +82,16 @@ type PausingStore interface {
 	StopPauses(stop context.Context)
 }
 
+// InFlightKeeper is a Frontier whose leased items can stay in flight in a
+// shared state past Finish (a shared crawl): the engine calls KeepInFlight
+// for an item whose page's transaction was given up at the stop
+// (ErrNotRecorded), so that Finish does not end its lease without a record:
+// the item is queued again when the lease moves (the partition's next
+// holder, or the resumed crawl).
+type InFlightKeeper interface {
+	KeepInFlight(it *frontier.Item)
+}
+
 // ErrNotRecorded is what a PausingStore's Update returns (wrapped, with the
 // store's refusal) for a transaction given up at the crawl's stop. It ends
 // no crawl with an error: the crawl was stopped, and is not complete.

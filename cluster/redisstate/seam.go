@@ -76,6 +76,7 @@ var (
 	_ crawl.PagePrefetcher   = (*seamTx)(nil)
 	_ crawl.Frontier         = (*Frontier)(nil)
 	_ crawl.LeaseChecker     = (*Frontier)(nil)
+	_ crawl.InFlightKeeper   = (*Frontier)(nil)
 	_ crawl.DuplicateIndex   = (*Index)(nil)
 	_ crawl.PrefetchingIndex = (*Index)(nil)
 )
@@ -110,7 +111,13 @@ var errConflict = errors.New("redisstate: transaction conflict")
 // each dir; a merged report keeps one) and nothing is lost. A conflict in
 // Redis runs fn again (its local writes are written again over the first
 // ones); Redis refusing pauses and retries the same Redis writes.
+//
+// A refusal met inside fn (a read, the duplicate index's check-and-add, the
+// refill of the worker's block of page ids) leaves nothing written, in
+// Redis or in the data dir: fn runs again once Redis answers, pausing as a
+// refused commit does; at the crawl's stop it is given up the same way.
 func (s *Store) Update(ctx context.Context, fn func(tx crawl.Tx) error) error {
+	paused := false
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -118,10 +125,28 @@ func (s *Store) Update(ctx context.Context, fn func(tx crawl.Tx) error) error {
 		var t *seamTx
 		err := s.db.Update(func(btx *storage.Tx) error {
 			t = &seamTx{s: s, ctx: ctx, Tx: btx, over: map[hkey]*string{}}
-			return fn(t)
+			err := fn(t)
+			if t.idErr != nil {
+				return t.idErr // what fn did with id 0 is not kept
+			}
+			return err
 		})
+		if errors.Is(err, ErrUnavailable) {
+			if t != nil {
+				t.notCommitted()
+			}
+			if err := s.pause(ctx, "transaction", &paused, err); err != nil {
+				return err
+			}
+			attempt--
+			continue
+		}
 		if err != nil {
 			return err
+		}
+		if paused {
+			s.logger.Info("redis answers again")
+			paused = false
 		}
 		err = s.commit(ctx, t)
 		if errors.Is(err, errConflict) && attempt < 100 {
@@ -162,17 +187,30 @@ func (s *Store) commit(ctx context.Context, t *seamTx) error {
 		if !errors.Is(err, ErrUnavailable) {
 			return err
 		}
-		if !paused {
-			s.logger.Warn("redis refuses the commit; pausing", "err", err)
-			paused = true
-		}
-		select {
-		case <-ctx.Done():
+		if err := s.pause(ctx, "commit", &paused, err); err != nil {
 			return err
-		case <-s.stopped():
-			return fmt.Errorf("%w: %w", crawl.ErrNotRecorded, err)
-		case <-time.After(s.Pause):
 		}
+	}
+}
+
+// pause waits out a refusal err of what (logged once a pause: paused) before
+// it is tried again: nil after Pause; err when ctx ends; err given up,
+// crawl.ErrNotRecorded, when the crawl stops (StopPauses). Every wait of a
+// page's transaction on Redis goes through it, so that a stop ends each.
+func (s *Store) pause(ctx context.Context, what string, paused *bool, err error) error {
+	if !*paused {
+		s.logger.Warn("redis refuses the "+what+"; pausing", "err", err)
+		*paused = true
+	}
+	t := time.NewTimer(s.Pause)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return err
+	case <-s.stopped():
+		return fmt.Errorf("%w: %w", crawl.ErrNotRecorded, err)
+	case <-t.C:
+		return nil
 	}
 }
 
@@ -277,6 +315,7 @@ type seamTx struct {
 	hosts     []string                     // their hosts
 	left      int64                        // of those, the ends that left the in-flight record (the partition was taken since the pop)
 	slots     *slotCommit                  // a commit on a Cluster under way (slotcommit.go)
+	idErr     error                        // NewID's failure (the transaction fails with it)
 }
 
 func (t *seamTx) put(code byte, key, field, v string) {
@@ -470,8 +509,11 @@ func (t *seamTx) CheckAndMark(u string, newID func() uint64) (uint64, bool, erro
 func (t *seamTx) NewID() uint64 {
 	id, err := t.s.ids.Next(t.ctx)
 	if err != nil {
-		// The seam's NewID returns no error: the commit fails instead.
-		t.ops = append(t.ops, txOp{code: '!', value: err.Error()})
+		// The seam's NewID returns no error: the transaction fails
+		// instead (Update: a refusal pauses it and runs it again).
+		if t.idErr == nil {
+			t.idErr = err
+		}
 		return 0
 	}
 	return id
@@ -815,9 +857,6 @@ func (t *seamTx) commit() error {
 	var keys []string
 	args := make([]any, 0, 4*(len(markers)+len(t.ops)))
 	for _, op := range append(markers, t.ops...) {
-		if op.code == '!' {
-			return fmt.Errorf("redisstate: %s", op.value)
-		}
 		i, ok := idx[op.key]
 		if !ok {
 			keys = append(keys, op.key)
@@ -858,6 +897,18 @@ func (t *seamTx) committed() {
 func (t *seamTx) notCommitted() {
 	for i, raw := range t.ended {
 		t.s.fr.keepRaw(t.hosts[i], raw)
+	}
+}
+
+// KeepInFlight keeps it's lease from being ended by Finish: its page's
+// transaction was given up at the crawl's stop while Redis refused
+// (crawl.InFlightKeeper), so it stays in flight and is queued again when
+// the lease moves.
+func (f *Frontier) KeepInFlight(it *frontier.Item) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if l := f.leased[it]; l != nil {
+		l.kept = true
 	}
 }
 

@@ -3,7 +3,6 @@ package redisstate
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -172,11 +171,6 @@ func newSlotGroup(ops []txOp) slotGroup {
 // Redis refused (ErrUnavailable) goes on from the step it stopped at.
 func (t *seamTx) commitSlots() error {
 	if t.slots == nil {
-		for _, op := range t.ops {
-			if op.code == '!' {
-				return fmt.Errorf("redisstate: %s", op.value)
-			}
-		}
 		ops := append(t.s.c.markerOps(t.ops), t.ops...)
 		t.slots = newSlotCommit(ops)
 		ok, err := t.s.c.checkSlots(t.ctx, ops)
