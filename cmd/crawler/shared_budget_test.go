@@ -23,18 +23,25 @@ import (
 // base URL.
 func genSite(t *testing.T, ip string, n int, pause time.Duration, links func(i int) []string) string {
 	t.Helper()
+	return genSiteBefore(t, ip, n, func(int) { time.Sleep(pause) }, links)
+}
+
+// genSiteBefore is genSite with before called ahead of answering page i
+// (a test holds pages until an event).
+func genSiteBefore(t *testing.T, ip string, n int, before func(i int), links func(i int) []string) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", ip+":0")
 	if err != nil {
 		t.Skipf("cannot listen on %s: %v", ip, err)
 	}
 	base := "http://" + ln.Addr().String()
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(pause)
 		var i int
 		if _, err := fmt.Sscanf(r.URL.Path, "/p/%d", &i); err != nil || i < 0 || i >= n {
 			http.NotFound(w, r)
 			return
 		}
+		before(i)
 		var b strings.Builder
 		fmt.Fprintf(&b, "<html><head><title>Page %d</title></head><body><h1>Page %d</h1><p>", i, i)
 		for k := 0; k < 60; k++ {

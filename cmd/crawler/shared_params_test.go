@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,14 +22,20 @@ import (
 
 // sessionSite serves a shop that puts a fresh session id in every link
 // ("/p?visit=N", "/q?visit=N+1"; the text of /p and of /q is the same under
-// any visit), an endless trap until the parameter is learned.
-func sessionSite(t *testing.T, ip string) string {
+// any visit), an endless trap until the parameter is learned. ruled is
+// closed once the shop has answered the requests that teach the rule (3
+// pairs of one path under two visits, on 2 paths: ruleDecidedAt).
+func sessionSite(t *testing.T, ip string) (base string, ruled <-chan struct{}) {
 	t.Helper()
 	ln, err := net.Listen("tcp", ip+":0")
 	if err != nil {
 		t.Skipf("cannot listen on %s: %v", ip, err)
 	}
 	var next atomic.Int64
+	var mu sync.Mutex
+	byPath := map[string]int{}
+	pairs, paths := 0, 0
+	done := make(chan struct{})
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/p" && r.URL.Path != "/q" {
 			http.NotFound(w, r)
@@ -43,10 +50,28 @@ func sessionSite(t *testing.T, ip string) string {
 		fmt.Fprintf(&b, `</p><a href="/p?visit=%d">p</a> <a href="/q?visit=%d">q</a></body></html>`, n, n+1)
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Write([]byte(b.String()))
+		if r.URL.Query().Get("visit") == "" {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if byPath[r.URL.Path]++; byPath[r.URL.Path] > 1 {
+			pairs++
+			if byPath[r.URL.Path] == 2 {
+				paths++
+			}
+		}
+		if pairs >= 3 && paths >= 2 {
+			select {
+			case <-done:
+			default:
+				close(done)
+			}
+		}
 	})}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	return "http://" + ln.Addr().String()
+	return "http://" + ln.Addr().String(), done
 }
 
 // TestSharedCrawlParamRule: two workers crawl a session-id shop and six
@@ -59,11 +84,27 @@ func sessionSite(t *testing.T, ip string) string {
 func TestSharedCrawlParamRule(t *testing.T) {
 	t.Parallel() // its own sites and Redis
 	tmp := t.TempDir()
-	shop := sessionSite(t, "127.0.0.38")
+	shop, ruled := sessionSite(t, "127.0.0.38")
 	seeds := []string{shop + "/p?visit=seed"}
 	const linkers, pages = 6, 80
+	// The linkers' pages after their first wait until the shop has
+	// answered the requests that teach the rule: each linker's 79 others
+	// then take at least 78 politeness gaps of 40 ms (3.1 s), so pages are
+	// fetched more than a second after the rule however loaded the machine
+	// (before, a crawl that met the shop late fetched every linker page
+	// first, and the test tested nothing). A shop that never teaches the
+	// rule lets them go after a hang bound (the test then fails on it).
+	hold := func(j int) {
+		if j == 0 {
+			return
+		}
+		select {
+		case <-ruled:
+		case <-time.After(2 * time.Minute):
+		}
+	}
 	for i := 0; i < linkers; i++ {
-		base := genSite(t, fmt.Sprintf("127.0.0.%d", 50+i), pages, 0, func(j int) []string {
+		base := genSiteBefore(t, fmt.Sprintf("127.0.0.%d", 50+i), pages, hold, func(j int) []string {
 			path := []string{"p", "q"}[j%2]
 			return []string{fmt.Sprintf("%s/%s?visit=L%d-%d", shop, path, i, j)}
 		})
