@@ -26,7 +26,7 @@ import (
 // paused commit and every worker waiting on the commit lock ignored the
 // stop: the worker never ended.
 func TestSharedStopWhileRedisRefuses(t *testing.T) {
-	t.Parallel() // its own site and Redis; it waits out the stopped worker's IP hold (2 minutes)
+	t.Parallel() // its own site and Redis
 	const n, hold = 30, 5
 	reached, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -125,7 +125,7 @@ func TestSharedStopWhileRedisRefuses(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the second worker: %v\n%s", err, logs2.String())
 		}
-	case <-time.After(5 * time.Minute): // only a hang reaches it (the first worker's IP hold lasts 2 min)
+	case <-time.After(5 * time.Minute): // only a hang reaches it (the stopped worker's IP hold ends with its heartbeat: endDeadHold)
 		t.Fatalf("the second worker did not finish\n%s", logs2.String())
 	}
 	mr := mergedReportOf(t, dir1, dir2)
