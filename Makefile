@@ -22,15 +22,15 @@ build:
 	$(GO) build -o $(BIN)/crawler ./cmd/crawler
 
 # The whole suite, on a fresh machine too: installs what the tests need
-# (scripts/test-deps.sh), then runs two phases of two chains side by side
-# (scripts/test-all.sh): first the fast tier under the race detector beside
-# vet, gofmt and the fast tier of the packages the end-to-end tier leaves
-# out; then the end-to-end tier (the crawler binary, the real corpus in
-# ../shared/corpus, Redis, wget, node, Chromium, proxies; every test of its
-# packages) and a smoke run of every benchmark, beside staticcheck and other
-# platforms. It ends with each step's wall and CPU time. Fuzzing is `make
-# fuzz` (a search that cannot be seeded does not gate a landing; its finds
-# are kept as seeds in testdata/fuzz, which every go test runs).
+# (scripts/test-deps.sh), then runs one step after another
+# (scripts/test-all.sh): the fast tier under the race detector; vet, gofmt
+# and the fast tier of the packages the end-to-end tier leaves out; the
+# end-to-end tier (the crawler binary, the real corpus in ../shared/corpus,
+# Redis, wget, node, Chromium, proxies; every test of its packages) and a
+# smoke run of every benchmark; staticcheck and other platforms. It ends
+# with each step's wall and CPU time. Fuzzing is `make fuzz` (a search that
+# cannot be seeded does not gate a landing; its finds are kept as seeds in
+# testdata/fuzz, which every go test runs).
 test:
 	$(MAKE) test-deps
 	@E2E_PKGS="$(E2E_PKGS)" MAKE="$(MAKE)" bash scripts/test-all.sh
