@@ -137,3 +137,26 @@ func curvePair(rng *rand.Rand, n, c, w int) (a, b []string) {
 	}
 	return a, b
 }
+
+// BandPair returns a pair of pages whose looped w-word shingle sets have
+// Jaccard similarity close to a J drawn uniformly from [jlo, jhi], for pages
+// of n words, n drawn uniformly from [minWords, maxWords]: a page of n random
+// words and a copy with c = round(n(1-J) / (w(1+J))) words replaced at
+// positions at least w apart (looped), so that exactly w*c shingles of each
+// page are not in the other and the pair's exact similarity is
+// j = (n - w*c) / (n + w*c), which it returns (c = 0, an exact copy, gives 1).
+// The family of band-limited pairs of the recall property test and of
+// `crawler dedup curve`; it needs 0 <= jlo <= jhi <= 1 and
+// 1 <= minWords <= maxWords, and a J with w*c > n is drawn again.
+func BandPair(rng *rand.Rand, jlo, jhi float64, minWords, maxWords, w int) (a, b []string, j float64) {
+	for {
+		n := minWords + rng.IntN(maxWords-minWords+1)
+		target := jlo + (jhi-jlo)*rng.Float64()
+		c := int(math.Round(float64(n) * (1 - target) / (float64(w) * (1 + target))))
+		if w*c > n {
+			continue
+		}
+		a, b = curvePair(rng, n, c, w)
+		return a, b, float64(n-w*c) / float64(n+w*c)
+	}
+}
