@@ -14,7 +14,7 @@ import (
 type EndToEndPoint struct {
 	J       float64 // exact Jaccard of every pair of the point (at least the J asked for, within 0.002)
 	Words   int     // words per page
-	Theory  float64 // the filter's P(k,s,r)(J): the pair becomes a supershingle candidate
+	Theory  float64 // Detector.Curve(J): the pair becomes a candidate (filter or band stage)
 	Settled float64 // dropped by CheckAndAddSettled with exact settlement (the crawl's rule)
 	Sketch  float64 // dropped by CheckAndAdd, the sketch rule (estimate >= threshold)
 	Pairs   int

@@ -190,3 +190,18 @@ func TestBandKeys(t *testing.T) {
 		t.Errorf("13 bands of 7 over 84 samples: %d keys, want none", len(got))
 	}
 }
+
+// Bands that need more samples than the sketch has are rejected; bands < 0
+// turn the stage off.
+func TestBandOptionsValidate(t *testing.T) {
+	t.Parallel()
+	o := DefaultOptions()
+	o.Bands, o.BandRows = 13, 7
+	if err := o.Validate(); err == nil {
+		t.Error("13 bands of 7 over 84 samples accepted")
+	}
+	o.Bands = -1
+	if err := o.Validate(); err != nil {
+		t.Errorf("bands off: %v", err)
+	}
+}

@@ -189,10 +189,12 @@ func (o Options) Validate() error {
 		bad("dedup: unknown filter preset %q (want %q, %q or %q)", o.Filter.Preset, PresetAltaVista, PresetBing, PresetCustom)
 	}
 	f := o.Filter.Resolved()
+	sketchShort := false // the filter's samples exceed the sketch: reported once
 	if f.K < 1 || f.S < 1 || f.R < 1 || f.R > f.K {
 		bad("dedup: filter k=%d s=%d r=%d: want k, s >= 1 and 1 <= r <= k", f.K, f.S, f.R)
 	} else {
 		if f.K*f.S > o.Samples {
+			sketchShort = true
 			bad("dedup: filter needs k*s = %d samples, sketch has %d", f.K*f.S, o.Samples)
 		}
 		if c := binomial(f.K, f.R) + float64(max(o.Bands, 0)); c > maxCombinations {
@@ -231,7 +233,7 @@ func (o Options) Validate() error {
 	if !(o.Threshold >= MinThreshold && o.Threshold <= 1) {
 		bad("dedup: threshold %g out of range [%g, 1]", o.Threshold, MinThreshold)
 	}
-	if o.Bands > 0 && (o.BandRows < 1 || o.Bands*o.BandRows > o.Samples) {
+	if o.Bands > 0 && (o.BandRows < 1 || o.Bands*o.BandRows > o.Samples && !sketchShort) {
 		bad("dedup: %d bands of %d rows: want rows >= 1 and bands*rows <= samples (%d)", o.Bands, o.BandRows, o.Samples)
 	}
 	if o.MaxCandidates < 1 {
