@@ -111,8 +111,19 @@ func CandidateProbability(f FilterOptions, bands, rows int, j float64) float64 {
 		return pf
 	}
 	pb := FilterProbability(bands, rows, 1, j)
-	if f.S%rows == 0 && bands*rows >= f.K*f.S {
+	if BandsCoverFilter(f, bands, rows) {
 		return pb
 	}
 	return math.Max(pf, pb)
+}
+
+// BandsCoverFilter reports whether the bands tile the filter f's
+// supershingles (rows divides S and the bands span the K*S samples the
+// supershingles are made of): then every supershingle that agrees is
+// S/rows bands that agree, every filter candidate is a band candidate
+// (but for a supershingle collision, 2^-64 per pair with 64 bits), and the
+// filter's keys add no candidate to the band keys'. The Redis index then
+// leaves the filter's keys out (cluster/redisstate.Index).
+func BandsCoverFilter(f FilterOptions, bands, rows int) bool {
+	return bands > 0 && rows > 0 && f.Bits >= 64 && f.S%rows == 0 && bands*rows >= f.K*f.S
 }

@@ -46,6 +46,12 @@ func (x *Index) page(id uint64, sig *dedup.Signature) *IndexPage {
 	}
 	// The candidate stage's band keys: the detector's rule (dedup.BandKeys).
 	pg.AnyKeys = dedup.BandKeys(sig.Sketch, x.opt.Bands, x.opt.BandRows, nil)
+	if dedup.BandsCoverFilter(x.filter, x.opt.Bands, x.opt.BandRows) {
+		// Every filter candidate is a band candidate: the filter's keys
+		// would propose no other page (the default, AltaVista with 12
+		// bands of 7: 12 keys a page instead of 18).
+		return pg
+	}
 	if x.filter.Bits >= 64 {
 		for i, v := range sig.Super {
 			pg.Keys = append(pg.Keys, SuperKey(i, v))
