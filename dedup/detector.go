@@ -68,7 +68,8 @@ type Detector struct {
 	filter FilterOptions
 	sg     *signer
 	combos [][]uint8
-	nkeys  int // index keys per page: len(combos) filter keys, then the band keys
+	nkeys  int // index keys per page: nsub filter keys, then the band keys
+	nsub   int // filter subset keys indexed: len(combos), or 0 when the bands cover the filter
 	floor  int // equal samples from which a candidate is settled (settleFloor)
 
 	mu       sync.Mutex
@@ -101,7 +102,14 @@ func newDetector(o Options, k *kernels) (*Detector, error) {
 		exact:  make(map[uint64]uint32),
 		super:  newSuperIndex(),
 	}
-	d.nkeys = len(d.combos) + max(o.Bands, 0)
+	d.nsub = len(d.combos)
+	if BandsCoverFilter(f, o.Bands, o.BandRows) {
+		// Every filter candidate is a band candidate: the subset keys
+		// would propose no other page (the Redis index leaves them out by
+		// the same rule).
+		d.nsub = 0
+	}
+	d.nkeys = d.nsub + max(o.Bands, 0)
 	if o.Simhash {
 		if o.SimhashIndex == IndexBPHS {
 			d.sim = NewBPHS(o.BPHSBlocks, o.BPHSHeader)
@@ -252,12 +260,13 @@ func (d *Detector) Add(id uint64, sig *Signature) {
 }
 
 // keys fills keys (len d.nkeys) with sig's index keys: the filter's subset
-// keys, then the band keys (BandKeys, the rule the Redis index shares).
+// keys unless the bands cover the filter (BandsCoverFilter), then the band
+// keys (BandKeys); the Redis index keys a page by the same two rules.
 func (d *Detector) keys(sig *Signature, keys []uint64) {
-	for c, idx := range d.combos {
+	for c, idx := range d.combos[:d.nsub] {
 		keys[c] = comboKey(c, idx, sig.Super)
 	}
-	BandKeys(sig.Sketch, d.opt.Bands, d.opt.BandRows, keys[len(d.combos):len(d.combos)])
+	BandKeys(sig.Sketch, d.opt.Bands, d.opt.BandRows, keys[d.nsub:d.nsub])
 }
 
 func (d *Detector) addLocked(id uint64, sig *Signature, usable bool, keys []uint64) {
