@@ -143,6 +143,8 @@ type Dedup struct {
 	BPHSBlocks    int     `yaml:"bphs_blocks"`
 	BPHSHeader    int     `yaml:"bphs_header"`
 	Threshold     float64 `yaml:"threshold"`
+	Bands         int     `yaml:"bands"`
+	BandRows      int     `yaml:"band_rows"`
 	URLTokens     bool    `yaml:"url_tokens"`
 	TitleTokens   bool    `yaml:"title_tokens"`
 }

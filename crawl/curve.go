@@ -9,8 +9,11 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
 
-// FilterCurve returns the configured supershingle filter's description and
-// its match probability at J = 0.50, 0.51, ..., 1.00.
+// FilterCurve returns the configured candidate stages' description (the
+// supershingle filter, then the band stage when on) and the probability that
+// a pair becomes a candidate (Detector.Curve: the whole pipeline's theory,
+// settlement deciding every candidate above the threshold) at J = 0.50,
+// 0.51, ..., 1.00.
 func FilterCurve(d configs.Dedup) (string, []report.CurvePoint, error) {
 	det, err := dedup.New(DedupOptions(d))
 	if err != nil {
@@ -25,8 +28,13 @@ func FilterCurve(d configs.Dedup) (string, []report.CurvePoint, error) {
 	for i := range js {
 		pts[i] = report.CurvePoint{Jaccard: js[i], Probability: ps[i]}
 	}
-	f := DedupOptions(d).Filter.Resolved()
-	return FilterName(d.Filter, f.K, f.S, f.R, f.Bits), pts, nil
+	o := det.Options()
+	f := o.Filter.Resolved()
+	name := FilterName(d.Filter, f.K, f.S, f.R, f.Bits)
+	if o.Bands > 0 {
+		name += fmt.Sprintf("; or %d bands of %d samples, match if 1 agrees", o.Bands, o.BandRows)
+	}
+	return name, pts, nil
 }
 
 // End-to-end curve of the report: the Jaccard values, the pairs per value

@@ -34,6 +34,8 @@ func DedupOptions(d configs.Dedup) dedup.Options {
 	o.BPHSBlocks = d.BPHSBlocks
 	o.BPHSHeader = d.BPHSHeader
 	o.Threshold = d.Threshold
+	o.Bands = d.Bands
+	o.BandRows = d.BandRows
 	return o
 }
 

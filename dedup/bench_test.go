@@ -465,3 +465,83 @@ func TestSimhashFixtureTruth(t *testing.T) {
 		t.Fatalf("only %d pairs within distance 3 among %d queries", pairs, len(w.qfp))
 	}
 }
+
+// BenchmarkDetectorPage is the detector's CPU per page, side by side with the
+// band stage off (the seeds' filter alone, "filter") and on ("bands", the
+// default): Sign and CheckAndAddSettled of a page of 200 to 3,000 words
+// against an index of 100 k pages (random sketches), with exact settlement
+// (the Settler shingles both pages, as the crawl's does after reading the
+// stored text). In "unique" every page is new; in "near10" one page in ten
+// is a copy of an indexed page at J uniform in [0.80, 1] (BandPair), the
+// band stage's extra settlements (J in [0.80, 0.90)) included. cpu-ns/page
+// is the process's CPU time (getrusage) over the timed part: on a shared
+// machine it moves less than ns/op. Run the two one after the other, several
+// times, and take medians (BENCHMARKS-dedup.md).
+func BenchmarkDetectorPage(b *testing.B) {
+	for _, wl := range []struct {
+		name string
+		near int // one page in near is a near copy (0: none)
+	}{{"unique", 0}, {"near10", 10}} {
+		for _, st := range []struct {
+			name  string
+			bands int
+		}{{"filter", -1}, {"bands", 0}} {
+			b.Run(wl.name+"/"+st.name, func(b *testing.B) {
+				o := DefaultOptions()
+				o.Bands = st.bands
+				d := detectorPageFixture(b, o)
+				rng := rand.New(rand.NewPCG(11, 12))
+				texts := map[uint64][]string{}
+				var sa, sb []uint64
+				id := uint64(1 << 40)
+				var cpu time.Duration
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					id += 2
+					a, q, _ := BandPair(rng, 0.80, 1, 200, 3000, o.ShingleWords)
+					if wl.near == 0 || i%wl.near != 0 {
+						q = a // a new page
+					} else {
+						d.Add(id-1, d.Sign(a))
+						texts[id-1] = a
+					}
+					b.StartTimer()
+					c0 := cpuTime()
+					settle := func(orig uint64) (float64, bool) {
+						t, ok := texts[orig]
+						if !ok {
+							return 0, false
+						}
+						sa, sb = d.Shingles(t, sa[:0]), d.Shingles(q, sb[:0])
+						return ExactJaccard(sa, sb), true
+					}
+					d.CheckAndAddSettled(id, d.Sign(q), settle)
+					cpu += cpuTime() - c0
+				}
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/page")
+			})
+		}
+	}
+}
+
+// detectorPageFixture is a Detector of options o holding 100 k pages with
+// random sketches (their supershingles and band keys from them).
+func detectorPageFixture(b *testing.B, o Options) *Detector {
+	b.Helper()
+	d, err := New(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for id := range uint64(100_000) {
+		sig := &Signature{Exact: rng.Uint64(), Words: 1000, Sketch: make([]uint64, o.Samples), Super: make([]uint64, d.filter.K), Simhash: rng.Uint64()}
+		for i := range sig.Sketch {
+			sig.Sketch[i] = rng.Uint64()
+		}
+		d.sg.supershingles(sig.Sketch, sig.Super)
+		d.Add(id+1, sig)
+	}
+	return d
+}

@@ -14,7 +14,7 @@ import (
 type EndToEndPoint struct {
 	J       float64 // exact Jaccard of every pair of the point (at least the J asked for, within 0.002)
 	Words   int     // words per page
-	Theory  float64 // the filter's P(k,s,r)(J): the pair becomes a supershingle candidate
+	Theory  float64 // Detector.Curve(J): the pair becomes a candidate (filter or band stage)
 	Settled float64 // dropped by CheckAndAddSettled with exact settlement (the crawl's rule)
 	Sketch  float64 // dropped by CheckAndAdd, the sketch rule (estimate >= threshold)
 	Pairs   int
@@ -136,4 +136,27 @@ func curvePair(rng *rand.Rand, n, c, w int) (a, b []string) {
 		b[(start+i*w+r[i])%n] = "x" + strconv.FormatUint(rng.Uint64()>>12, 36)
 	}
 	return a, b
+}
+
+// BandPair returns a pair of pages whose looped w-word shingle sets have
+// Jaccard similarity close to a J drawn uniformly from [jlo, jhi], for pages
+// of n words, n drawn uniformly from [minWords, maxWords]: a page of n random
+// words and a copy with c = round(n(1-J) / (w(1+J))) words replaced at
+// positions at least w apart (looped), so that exactly w*c shingles of each
+// page are not in the other and the pair's exact similarity is
+// j = (n - w*c) / (n + w*c), which it returns (c = 0, an exact copy, gives 1).
+// The family of band-limited pairs of the recall property test and of
+// `crawler dedup curve`; it needs 0 <= jlo <= jhi <= 1 and
+// 1 <= minWords <= maxWords, and a J with w*c > n is drawn again.
+func BandPair(rng *rand.Rand, jlo, jhi float64, minWords, maxWords, w int) (a, b []string, j float64) {
+	for {
+		n := minWords + rng.IntN(maxWords-minWords+1)
+		target := jlo + (jhi-jlo)*rng.Float64()
+		c := int(math.Round(float64(n) * (1 - target) / (float64(w) * (1 + target))))
+		if w*c > n {
+			continue
+		}
+		a, b = curvePair(rng, n, c, w)
+		return a, b, float64(n-w*c) / float64(n+w*c)
+	}
 }

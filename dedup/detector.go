@@ -68,6 +68,8 @@ type Detector struct {
 	filter FilterOptions
 	sg     *signer
 	combos [][]uint8
+	nkeys  int // index keys per page: nsub filter keys, then the band keys
+	nsub   int // filter subset keys indexed: len(combos), or 0 when the bands cover the filter
 	floor  int // equal samples from which a candidate is settled (settleFloor)
 
 	mu       sync.Mutex
@@ -100,6 +102,14 @@ func newDetector(o Options, k *kernels) (*Detector, error) {
 		exact:  make(map[uint64]uint32),
 		super:  newSuperIndex(),
 	}
+	d.nsub = len(d.combos)
+	if BandsCoverFilter(f, o.Bands, o.BandRows) {
+		// Every filter candidate is a band candidate: the subset keys
+		// would propose no other page (the Redis index leaves them out by
+		// the same rule).
+		d.nsub = 0
+	}
+	d.nkeys = d.nsub + max(o.Bands, 0)
 	if o.Simhash {
 		if o.SimhashIndex == IndexBPHS {
 			d.sim = NewBPHS(o.BPHSBlocks, o.BPHSHeader)
@@ -145,8 +155,22 @@ func (d *Detector) Len() int {
 	return len(d.ids)
 }
 
-// Curve returns P(k,s,r)(J) for the configured filter at each Jaccard value.
+// Curve returns, at each Jaccard value, the probability that a pair becomes
+// a candidate: of the filter P(k,s,r) or the band stage (CandidateProbability).
+// Exact settlement decides every candidate whose estimate reaches the
+// settled band, so this is the pipeline's recall above the threshold, less
+// at most 4.1e-7 (settle.go).
 func (d *Detector) Curve(js []float64) []float64 {
+	out := make([]float64, len(js))
+	for i, j := range js {
+		out[i] = CandidateProbability(d.filter, d.opt.Bands, d.opt.BandRows, j)
+	}
+	return out
+}
+
+// FilterCurve returns P(k,s,r)(J) for the configured filter alone (the
+// first stage) at each Jaccard value.
+func (d *Detector) FilterCurve(js []float64) []float64 {
 	out := make([]float64, len(js))
 	for i, j := range js {
 		out[i] = FilterProbability(d.filter.K, d.filter.S, d.filter.R, j)
@@ -203,7 +227,7 @@ func (d *Detector) CheckAndAddSettled(id uint64, sig *Signature, settle Settler)
 	var keys [maxCombinations]uint64
 	ok := d.usable(sig)
 	if ok {
-		d.keys(sig, keys[:len(d.combos)])
+		d.keys(sig, keys[:d.nkeys])
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -211,11 +235,11 @@ func (d *Detector) CheckAndAddSettled(id uint64, sig *Signature, settle Settler)
 		return Decision{Class: Exact, Original: d.ids[slot], Similarity: 1, Method: MethodExact}
 	}
 	if ok {
-		if dec, found := d.near(sig, keys[:len(d.combos)], settle); found {
+		if dec, found := d.near(sig, keys[:d.nkeys], settle); found {
 			return dec
 		}
 	}
-	d.addLocked(id, sig, ok, keys[:len(d.combos)])
+	d.addLocked(id, sig, ok, keys[:d.nkeys])
 	return Decision{Class: Unique}
 }
 
@@ -228,17 +252,21 @@ func (d *Detector) Add(id uint64, sig *Signature) {
 	var keys [maxCombinations]uint64
 	ok := d.usable(sig)
 	if ok {
-		d.keys(sig, keys[:len(d.combos)])
+		d.keys(sig, keys[:d.nkeys])
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.addLocked(id, sig, ok, keys[:len(d.combos)])
+	d.addLocked(id, sig, ok, keys[:d.nkeys])
 }
 
+// keys fills keys (len d.nkeys) with sig's index keys: the filter's subset
+// keys unless the bands cover the filter (BandsCoverFilter), then the band
+// keys (BandKeys); the Redis index keys a page by the same two rules.
 func (d *Detector) keys(sig *Signature, keys []uint64) {
-	for c, idx := range d.combos {
+	for c, idx := range d.combos[:d.nsub] {
 		keys[c] = comboKey(c, idx, sig.Super)
 	}
+	BandKeys(sig.Sketch, d.opt.Bands, d.opt.BandRows, keys[d.nsub:d.nsub])
 }
 
 func (d *Detector) addLocked(id uint64, sig *Signature, usable bool, keys []uint64) {

@@ -44,15 +44,23 @@ func TestDecisions(t *testing.T) {
 		// A filter that needs all 84 samples equal misses J ~ 0.99; simhash finds it.
 		{"simhash finds what the filter misses", func(o *Options) {
 			o.Filter = FilterOptions{Preset: PresetCustom, K: 1, S: 84, R: 1, Bits: 64}
+			o.Bands = -1
 		}, edit(long, 1, 3), Near, 1, MethodSimhash},
 		{"simhash via bphs", func(o *Options) {
 			o.Filter = FilterOptions{Preset: PresetCustom, K: 1, S: 84, R: 1, Bits: 64}
 			o.SimhashIndex = IndexBPHS
+			o.Bands = -1
 		}, edit(long, 1, 3), Near, 1, MethodSimhash},
 		{"no simhash, filter misses", func(o *Options) {
 			o.Filter = FilterOptions{Preset: PresetCustom, K: 1, S: 84, R: 1, Bits: 64}
 			o.Simhash = false
+			o.Bands = -1
 		}, edit(long, 1, 3), Unique, 0, ""},
+		// The band stage finds it without simhash.
+		{"bands find what the filter misses", func(o *Options) {
+			o.Filter = FilterOptions{Preset: PresetCustom, K: 1, S: 84, R: 1, Bits: 64}
+			o.Simhash = false
+		}, edit(long, 1, 3), Near, 1, MethodSupershingle},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newTestDetector(t, tc.mod)

@@ -73,3 +73,57 @@ func mix64(z uint64) uint64 {
 	z ^= z >> 31
 	return z
 }
+
+// BandKeys appends to dst the candidate stage's index keys of sketch: one
+// key per band of rows consecutive samples (band i holds samples
+// i*rows .. (i+1)*rows-1), hashed with its number. Two pages share band i's
+// key when all its samples agree (or, with probability 2^-64 per pair, by
+// chance): the candidate rule of the banding, which both duplicate indexes
+// (the in-process Detector and cluster/redisstate) index and probe with
+// need 1 each. It appends nothing when bands < 1 or the sketch is short.
+func BandKeys(sketch []uint64, bands, rows int, dst []uint64) []uint64 {
+	if bands < 1 || rows < 1 || bands*rows > len(sketch) {
+		return dst
+	}
+	for i := range bands {
+		// A seed apart from comboKey's, so that the two kinds of key never
+		// meet but by chance.
+		h := uint64(i+1)*0xd1b54a32d192ed03 ^ 0x8cb92ba72f3d8dd7
+		for _, v := range sketch[i*rows : (i+1)*rows] {
+			h = (h ^ v) * 0xff51afd7ed558ccd
+			h ^= h >> 29
+		}
+		dst = append(dst, mix64(h))
+	}
+	return dst
+}
+
+// CandidateProbability is the probability that two pages of Jaccard
+// similarity j become candidates of the filter f (resolved) or of the
+// banding of bands bands of rows samples (bands < 1: none), ignoring key
+// collisions and the simhash index. When the bands tile the filter's
+// supershingles (rows divides S and bands*rows >= K*S), R >= 1 agreeing
+// supershingles imply an agreeing band and the union is exactly
+// P(bands, rows, 1); otherwise the larger of the two, a lower bound.
+func CandidateProbability(f FilterOptions, bands, rows int, j float64) float64 {
+	pf := FilterProbability(f.K, f.S, f.R, j)
+	if bands < 1 || rows < 1 {
+		return pf
+	}
+	pb := FilterProbability(bands, rows, 1, j)
+	if BandsCoverFilter(f, bands, rows) {
+		return pb
+	}
+	return math.Max(pf, pb)
+}
+
+// BandsCoverFilter reports whether the bands tile the filter f's
+// supershingles (rows divides S and the bands span the K*S samples the
+// supershingles are made of): then every supershingle that agrees is
+// S/rows bands that agree, every filter candidate is a band candidate
+// (but for a supershingle collision, 2^-64 per pair with 64 bits), and the
+// filter's keys add no candidate to the band keys'. The Redis index then
+// leaves the filter's keys out (cluster/redisstate.Index).
+func BandsCoverFilter(f FilterOptions, bands, rows int) bool {
+	return bands > 0 && rows > 0 && f.Bits >= 64 && f.S%rows == 0 && bands*rows >= f.K*f.S
+}

@@ -71,10 +71,16 @@ func TestCurveUsesConfiguredFilter(t *testing.T) {
 	for _, preset := range []string{PresetAltaVista, PresetBing} {
 		d := newTestDetector(t, func(o *Options) { o.Filter.Preset = preset })
 		f := (FilterOptions{Preset: preset}).Resolved()
-		got := d.Curve(js)
+		got := d.FilterCurve(js)
 		for i, j := range js {
 			if want := FilterProbability(f.K, f.S, f.R, j); got[i] != want {
-				t.Errorf("%s: Curve(%g) = %g, want %g", preset, j, got[i], want)
+				t.Errorf("%s: FilterCurve(%g) = %g, want %g", preset, j, got[i], want)
+			}
+		}
+		// The pipeline's curve covers the filter's at every J.
+		for i, p := range d.Curve(js) {
+			if p < got[i] {
+				t.Errorf("%s: Curve(%g) = %g below the filter's %g", preset, js[i], p, got[i])
 			}
 		}
 		for i := 1; i < len(got); i++ {
@@ -140,5 +146,62 @@ func TestOptionsValidate(t *testing.T) {
 	}
 	if _, err := New(Options{Threshold: 0.3}); err == nil {
 		t.Error("New accepted threshold 0.3")
+	}
+}
+
+// The default band stage tiles the AltaVista supershingles: the candidate
+// curve is P(12,7,1), at least 0.99 from J = 0.85.
+func TestCandidateProbability(t *testing.T) {
+	t.Parallel()
+	f := (FilterOptions{Preset: PresetAltaVista}).Resolved()
+	for _, j := range []float64{0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 1} {
+		got := CandidateProbability(f, DefaultBands, DefaultBandRows, j)
+		if want := FilterProbability(12, 7, 1, j); got != want {
+			t.Errorf("CandidateProbability(%g) = %g, want P(12,7,1) = %g", j, got, want)
+		}
+		if j >= 0.85 && got < 0.99 {
+			t.Errorf("CandidateProbability(%g) = %g, want >= 0.99", j, got)
+		}
+		if off := CandidateProbability(f, -1, 0, j); off != FilterProbability(6, 14, 2, j) {
+			t.Errorf("bands off: CandidateProbability(%g) = %g, want the filter's", j, off)
+		}
+	}
+}
+
+// Equal bands give equal keys, and one changed sample changes only its band's.
+func TestBandKeys(t *testing.T) {
+	t.Parallel()
+	sk := make([]uint64, 84)
+	for i := range sk {
+		sk[i] = mix64(uint64(i))
+	}
+	a := BandKeys(sk, 12, 7, nil)
+	sk[20]++ // band 2
+	b := BandKeys(sk, 12, 7, nil)
+	if len(a) != 12 || len(b) != 12 {
+		t.Fatalf("got %d and %d keys, want 12", len(a), len(b))
+	}
+	for i := range a {
+		if (a[i] == b[i]) != (i != 2) {
+			t.Errorf("band %d: keys %x and %x", i, a[i], b[i])
+		}
+	}
+	if got := BandKeys(sk, 13, 7, nil); len(got) != 0 {
+		t.Errorf("13 bands of 7 over 84 samples: %d keys, want none", len(got))
+	}
+}
+
+// Bands that need more samples than the sketch has are rejected; bands < 0
+// turn the stage off.
+func TestBandOptionsValidate(t *testing.T) {
+	t.Parallel()
+	o := DefaultOptions()
+	o.Bands, o.BandRows = 13, 7
+	if err := o.Validate(); err == nil {
+		t.Error("13 bands of 7 over 84 samples accepted")
+	}
+	o.Bands = -1
+	if err := o.Validate(); err != nil {
+		t.Errorf("bands off: %v", err)
 	}
 }

@@ -54,7 +54,8 @@ func heapInUse() uint64 {
 }
 
 // BenchmarkIndexGrowth: the cost of deciding one page (CheckAndAdd: exact
-// map, 15 supershingle pair keys, PSM simhash probes, verification of the
+// map, the index keys (12 band keys by default; 15 supershingle pair keys
+// with the band stage off), PSM simhash probes, verification of the
 // candidates against stored sketches) when the detector already holds n pages,
 // and the memory the index holds per page. 10 k to 1 M pages; 10 M with
 // HORSESHOE_BENCH_10M=1 (about 10 GB live; make bench runs it when 16 GB are

@@ -47,6 +47,12 @@ const (
 	DefaultBPHSBlocks    = 4
 	DefaultBPHSHeader    = 1
 	DefaultMaxCandidates = 32
+	// DefaultBands and DefaultBandRows are the candidate stage's banding:
+	// P(12,7,1) is at least 0.99 from J = 0.85 (0.9996 at 0.90) and its
+	// bands are the halves of the AltaVista supershingles, so every filter
+	// candidate is a band candidate (docs/DEDUP.md).
+	DefaultBands    = 12
+	DefaultBandRows = 7
 	// MinThreshold is the lowest verification threshold allowed: the seeds call
 	// pages near-duplicates at 0.95 and never below about 0.75.
 	MinThreshold = 0.75
@@ -85,6 +91,14 @@ type Options struct {
 	BPHSHeader    int           // g, blocks in a table's sort key (default 1; tables = C(G,g))
 	Threshold     float64       // near-duplicate if exact (settled) or estimated Jaccard >= Threshold (default 0.90)
 	MaxCandidates int           // candidates verified per page at most (default 32)
+	// Bands and BandRows shape the candidate stage after the filter: LSH
+	// banding over the sketch, a page is a candidate when all BandRows
+	// samples of one of Bands consecutive bands agree (the filter
+	// P(Bands, BandRows, 1)). Default 12 bands of 7: P(0.90) = 0.9996,
+	// where the filter alone gives 0.42 (docs/DEDUP.md). Bands < 0 turns
+	// the stage off (the seeds' filter alone).
+	Bands    int
+	BandRows int
 }
 
 // DefaultOptions returns the seeds' settings.
@@ -103,6 +117,8 @@ func DefaultOptions() Options {
 		BPHSHeader:    DefaultBPHSHeader,
 		Threshold:     DefaultThreshold,
 		MaxCandidates: DefaultMaxCandidates,
+		Bands:         DefaultBands,
+		BandRows:      DefaultBandRows,
 	}
 }
 
@@ -145,6 +161,12 @@ func (o Options) WithDefaults() Options {
 	if o.MaxCandidates == 0 {
 		o.MaxCandidates = d.MaxCandidates
 	}
+	if o.Bands == 0 {
+		o.Bands = d.Bands
+	}
+	if o.BandRows == 0 {
+		o.BandRows = d.BandRows
+	}
 	return o
 }
 
@@ -167,14 +189,16 @@ func (o Options) Validate() error {
 		bad("dedup: unknown filter preset %q (want %q, %q or %q)", o.Filter.Preset, PresetAltaVista, PresetBing, PresetCustom)
 	}
 	f := o.Filter.Resolved()
+	sketchShort := false // the filter's samples exceed the sketch: reported once
 	if f.K < 1 || f.S < 1 || f.R < 1 || f.R > f.K {
 		bad("dedup: filter k=%d s=%d r=%d: want k, s >= 1 and 1 <= r <= k", f.K, f.S, f.R)
 	} else {
 		if f.K*f.S > o.Samples {
+			sketchShort = true
 			bad("dedup: filter needs k*s = %d samples, sketch has %d", f.K*f.S, o.Samples)
 		}
-		if c := binomial(f.K, f.R); c > maxCombinations {
-			bad("dedup: filter has C(%d,%d) = %.0f index keys per page, more than %d", f.K, f.R, c, maxCombinations)
+		if c := binomial(f.K, f.R) + float64(max(o.Bands, 0)); c > maxCombinations {
+			bad("dedup: filter has C(%d,%d) + %d bands = %.0f index keys per page, more than %d", f.K, f.R, max(o.Bands, 0), c, maxCombinations)
 		}
 	}
 	if f.Bits != 16 && f.Bits != 32 && f.Bits != 64 {
@@ -208,6 +232,9 @@ func (o Options) Validate() error {
 	}
 	if !(o.Threshold >= MinThreshold && o.Threshold <= 1) {
 		bad("dedup: threshold %g out of range [%g, 1]", o.Threshold, MinThreshold)
+	}
+	if o.Bands > 0 && (o.BandRows < 1 || o.Bands*o.BandRows > o.Samples && !sketchShort) {
+		bad("dedup: %d bands of %d rows: want rows >= 1 and bands*rows <= samples (%d)", o.Bands, o.BandRows, o.Samples)
 	}
 	if o.MaxCandidates < 1 {
 		bad("dedup: max candidates %d: want >= 1", o.MaxCandidates)

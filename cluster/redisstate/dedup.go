@@ -22,9 +22,10 @@ import (
 //	n      stream of new unique pages (slot, id, simhash), capped: the feed of the workers' simhash replicas
 //
 // A supershingle field keeps 16 key bits: with 64 to 128 keys per bucket a
-// lookup finds an unrelated page with probability up to 128/65536, so up to 3% of
-// pages (15 keys each) get one false candidate, which the caller's settling
-// rejects (one more round trip). The exact field keeps 48 bits besides the
+// lookup finds an unrelated page with probability up to 128/65536, so up to
+// 2.3% of pages get one false candidate through their 12 band keys (one alone
+// makes a candidate; Bing's 15 subset keys add up to 3%), which the caller's
+// settling rejects (one more round trip). The exact field keeps 48 bits besides the
 // bucket's: two distinct pages are taken for exact copies with probability
 // about n^2 / 2^(49 + bucket bits) over n pages.
 //
@@ -56,8 +57,11 @@ type IndexPage struct {
 	// supershingles, each hashed with its position (SuperKey), with Need
 	// R: the same candidates from K keys instead of C(K,R), 6 against 15
 	// for AltaVista.
-	Keys    []uint64
-	Need    int      // 0 = 1
+	Keys []uint64
+	Need int // 0 = 1
+	// AnyKeys are keys of which one alone makes a candidate: the band
+	// keys of dedup's candidate stage (dedup.BandKeys).
+	AnyKeys []uint64
 	Sketch  []uint64 // dedup.Signature.Sketch
 	Simhash uint64
 }
@@ -196,9 +200,9 @@ func (c *Crawl) checkAndAddCmd(ctx context.Context, pipe redis.Pipeliner, pg *In
 func (c *Crawl) checkAndAddArgs(pg *IndexPage, considered []Candidate, o DedupOptions) ([]string, []any) {
 	o = o.withDefaults()
 	ek, ef := c.exactSlot(pg.Exact)
-	keys := make([]string, 0, 3+len(pg.Keys))
+	keys := make([]string, 0, 3+len(pg.Keys)+len(pg.AnyKeys))
 	keys = append(keys, ek, c.slotKey(), c.streamKey())
-	args := make([]any, 0, 8+len(pg.Keys))
+	args := make([]any, 0, 10+len(pg.Keys)+len(pg.AnyKeys))
 	var cons strings.Builder
 	cons.WriteByte(',')
 	for _, cd := range considered {
@@ -206,11 +210,13 @@ func (c *Crawl) checkAndAddArgs(pg *IndexPage, considered []Candidate, o DedupOp
 		cons.WriteByte(',')
 	}
 	args = append(args, ef, pg.ID, encodeRecord(pg), c.recordPrefix(), c.recordBkts-1, o.MaxCandidates,
-		max(o.StreamLen, 0), cons.String(), max(pg.Need, 1))
-	for _, k := range pg.Keys {
-		sk, sf := c.superSlot(k)
-		keys = append(keys, sk)
-		args = append(args, sf)
+		max(o.StreamLen, 0), cons.String(), max(pg.Need, 1), len(pg.Keys))
+	for _, ks := range [][]uint64{pg.Keys, pg.AnyKeys} {
+		for _, k := range ks {
+			sk, sf := c.superSlot(k)
+			keys = append(keys, sk)
+			args = append(args, sf)
+		}
 	}
 	return keys, args
 }

@@ -21,7 +21,8 @@ import (
 // the sketch estimate decides. Samples are compared on their low byte
 // (recordSamples): the estimate of J rises by (1-J)/256.
 //
-// Candidates come from the exact fingerprint and the supershingle keys; the
+// Candidates come from the exact fingerprint, the supershingle keys and the
+// band keys of the candidate stage (dedup.BandKeys, as the detector); the
 // simhash index is not shared (a worker replicates it: FollowNewPages).
 type Index struct {
 	c      *Crawl
@@ -42,6 +43,14 @@ func (x *Index) page(id uint64, sig *dedup.Signature) *IndexPage {
 	pg := &IndexPage{ID: id, Exact: sig.Exact, Sketch: sig.Sketch, Simhash: sig.Simhash}
 	if len(sig.Super) != x.filter.K || len(sig.Sketch) != x.opt.Samples {
 		return pg // another shape: indexed by its exact fingerprint only
+	}
+	// The candidate stage's band keys: the detector's rule (dedup.BandKeys).
+	pg.AnyKeys = dedup.BandKeys(sig.Sketch, x.opt.Bands, x.opt.BandRows, nil)
+	if dedup.BandsCoverFilter(x.filter, x.opt.Bands, x.opt.BandRows) {
+		// Every filter candidate is a band candidate: the filter's keys
+		// would propose no other page (the default, AltaVista with 12
+		// bands of 7: 12 keys a page instead of 18).
+		return pg
 	}
 	if x.filter.Bits >= 64 {
 		for i, v := range sig.Super {

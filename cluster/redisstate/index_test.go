@@ -34,76 +34,78 @@ func variant(r *rand.Rand, base []string, k int) []string {
 // The shared index decides as the local detector does, page by page, for
 // generated families (exact copies, near copies at several edit counts,
 // unrelated pages), with exact settlement and without, for both filter
-// presets. The local detector runs without its simhash index (the shared
+// presets, with the band stage (the default) and without. The local detector runs without its simhash index (the shared
 // index does not share it).
 func TestIndexDecidesAsDetector(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	ctx := context.Background()
 	for _, preset := range []string{dedup.PresetAltaVista, dedup.PresetBing} {
-		for _, withSettle := range []bool{true, false} {
-			name := fmt.Sprintf("%s-settle=%v", preset, withSettle)
-			t.Run(name, func(t *testing.T) {
-				opt := dedup.Options{Filter: dedup.FilterOptions{Preset: preset}, Simhash: false}
-				det, err := dedup.New(opt)
-				if err != nil {
-					t.Fatal(err)
-				}
-				rdb := srv.Client(t)
-				if _, err := EnsureServerConfig(ctx, rdb); err != nil {
-					t.Fatal(err)
-				}
-				c, err := Open(ctx, rdb, name, Options{Pages: 10_000})
-				if err != nil {
-					t.Fatal(err)
-				}
-				x := c.NewIndex(det, DedupOptions{})
-				r := rand.New(rand.NewPCG(7, 9))
-				texts := map[uint64][]string{}
-				var id uint64
-				differ, dups := 0, 0
-				for fam := 0; fam < 25; fam++ {
-					base := words(r, 200+r.IntN(300))
-					for _, k := range []int{0, 0, 1, 3, 6, 12, 25, 60} {
-						id++
-						toks := base
-						if k > 0 {
-							toks = variant(r, base, k)
-						}
-						texts[id] = toks
-						sig := det.Sign(toks)
-						var settle dedup.Settler
-						if withSettle {
-							mine := det.Shingles(toks, nil)
-							settle = func(orig uint64) (float64, bool) {
-								return dedup.ExactJaccard(mine, det.Shingles(texts[orig], nil)), true
+		for _, bands := range []int{0, -1} {
+			for _, withSettle := range []bool{true, false} {
+				name := fmt.Sprintf("%s-bands=%d-settle=%v", preset, bands, withSettle)
+				t.Run(name, func(t *testing.T) {
+					opt := dedup.Options{Filter: dedup.FilterOptions{Preset: preset}, Simhash: false, Bands: bands}
+					det, err := dedup.New(opt)
+					if err != nil {
+						t.Fatal(err)
+					}
+					rdb := srv.Client(t)
+					if _, err := EnsureServerConfig(ctx, rdb); err != nil {
+						t.Fatal(err)
+					}
+					c, err := Open(ctx, rdb, name, Options{Pages: 10_000})
+					if err != nil {
+						t.Fatal(err)
+					}
+					x := c.NewIndex(det, DedupOptions{})
+					r := rand.New(rand.NewPCG(7, 9))
+					texts := map[uint64][]string{}
+					var id uint64
+					differ, dups := 0, 0
+					for fam := 0; fam < 25; fam++ {
+						base := words(r, 200+r.IntN(300))
+						for _, k := range []int{0, 0, 1, 3, 6, 12, 25, 60} {
+							id++
+							toks := base
+							if k > 0 {
+								toks = variant(r, base, k)
+							}
+							texts[id] = toks
+							sig := det.Sign(toks)
+							var settle dedup.Settler
+							if withSettle {
+								mine := det.Shingles(toks, nil)
+								settle = func(orig uint64) (float64, bool) {
+									return dedup.ExactJaccard(mine, det.Shingles(texts[orig], nil)), true
+								}
+							}
+							local := det.CheckAndAddSettled(id, sig, settle)
+							shared, err := x.CheckAndAdd(ctx, id, sig, settle)
+							if err != nil {
+								t.Fatal(err)
+							}
+							if local.Class != dedup.Unique {
+								dups++
+							}
+							if local.Class != shared.Class || local.Original != shared.Original {
+								differ++
+								t.Logf("page %d (family %d, %d edits): local %v of %d (J %.3f), shared %v of %d (J %.3f)",
+									id, fam, k, local.Class, local.Original, local.Similarity, shared.Class, shared.Original, shared.Similarity)
 							}
 						}
-						local := det.CheckAndAddSettled(id, sig, settle)
-						shared, err := x.CheckAndAdd(ctx, id, sig, settle)
-						if err != nil {
-							t.Fatal(err)
-						}
-						if local.Class != dedup.Unique {
-							dups++
-						}
-						if local.Class != shared.Class || local.Original != shared.Original {
-							differ++
-							t.Logf("page %d (family %d, %d edits): local %v of %d (J %.3f), shared %v of %d (J %.3f)",
-								id, fam, k, local.Class, local.Original, local.Similarity, shared.Class, shared.Original, shared.Similarity)
-						}
 					}
-				}
-				t.Logf("%d pages, %d duplicates, %d decided otherwise", id, dups, differ)
-				if dups < 40 {
-					t.Fatalf("only %d duplicates: the families do not test much", dups)
-				}
-				// Without settlement the shared index's 8-bit samples may
-				// move an estimate at the threshold by (1-J)/256: allow one
-				// page in a hundred; with settlement none.
-				if (withSettle && differ > 0) || differ > int(id)/100 {
-					t.Fatalf("%d of %d pages decided otherwise", differ, id)
-				}
-			})
+					t.Logf("%d pages, %d duplicates, %d decided otherwise", id, dups, differ)
+					if dups < 40 {
+						t.Fatalf("only %d duplicates: the families do not test much", dups)
+					}
+					// Without settlement the shared index's 8-bit samples may
+					// move an estimate at the threshold by (1-J)/256: allow one
+					// page in a hundred; with settlement none.
+					if (withSettle && differ > 0) || differ > int(id)/100 {
+						t.Fatalf("%d of %d pages decided otherwise", differ, id)
+					}
+				})
+			}
 		}
 	}
 }

@@ -246,8 +246,9 @@ return 0
 // KEYS: exact bucket, slot counter, stream, supershingle buckets...
 // ARGV: exact field, id, record, record key prefix, record bucket mask,
 // max candidates, stream length, considered slots (comma separated, with
-// commas around: ",3,8,"), need (keys a page must share to be a candidate),
-// supershingle fields (one per key).
+// commas around: ",3,8,"), need (filter keys a page must share to be a
+// candidate), the number of filter keys (the first ones; each key after them,
+// a band key, makes a candidate alone), supershingle fields (one per key).
 // Returns {1, record} for an exact duplicate; {2, slot, record, ...} for
 // candidates not considered yet (nothing added); {0} when the page was added.
 var checkAndAddScript = redis.NewScript(`#!lua
@@ -260,18 +261,27 @@ if ex then return {1, record(ex)} end
 local considered = ARGV[8]
 local maxc = tonumber(ARGV[6])
 local need = tonumber(ARGV[9])
+local nfilter = tonumber(ARGV[10])
 local out = {2}
 local count = {}
+local found = {}
 local nsup = #KEYS - 3
 local vals = {}
 for i = 1, nsup do
-  local v = redis.call('HGET', KEYS[3 + i], ARGV[9 + i])
+  local v = redis.call('HGET', KEYS[3 + i], ARGV[10 + i])
   vals[i] = v
   if v then
     for slot in string.gmatch(v, '[^,]+') do
-      local n = (count[slot] or 0) + 1
-      count[slot] = n
-      if n == need and not string.find(considered, ',' .. slot .. ',', 1, true) then
+      local hit
+      if i <= nfilter then
+        local n = (count[slot] or 0) + 1
+        count[slot] = n
+        hit = n == need
+      else
+        hit = true
+      end
+      if hit and not found[slot] and not string.find(considered, ',' .. slot .. ',', 1, true) then
+        found[slot] = true
         table.insert(out, slot)
         table.insert(out, record(slot))
         if #out > 2 * maxc then return out end
@@ -286,7 +296,7 @@ redis.call('HSET', ARGV[4] .. (slot % (mask + 1)), slot, ARGV[3])
 for i = 1, nsup do
   local v = vals[i]
   if v then v = v .. ',' .. slot else v = slot end
-  redis.call('HSET', KEYS[3 + i], ARGV[9 + i], v)
+  redis.call('HSET', KEYS[3 + i], ARGV[10 + i], v)
 end
 if tonumber(ARGV[7]) > 0 then
   redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[7], '*', 'r', slot .. ' ' .. ARGV[2] .. ' ' .. string.sub(ARGV[3], -8))

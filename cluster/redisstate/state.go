@@ -36,6 +36,8 @@ import (
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/horseshoe-crawler/horseshoe/dedup"
 )
 
 // Options fixes a crawl's layout. The first worker of a crawl stores them in
@@ -52,9 +54,11 @@ type Options struct {
 	// Pages is the number of unique pages the duplicate index is sized for
 	// (default Capacity/10).
 	Pages int64
-	// KeysPerPage is the number of supershingle keys a page has in the
-	// index (IndexPage.Keys), for sizing: 6 (AltaVista's supershingles,
-	// the default) or 15 (C(6,2) or C(6,4) subset keys).
+	// KeysPerPage is the number of supershingle and band keys a page has
+	// in the index (IndexPage.Keys and AnyKeys), for sizing: 12 (the
+	// default detector: 12 band keys, which cover AltaVista's
+	// supershingles), 6 (AltaVista's supershingles, the band stage off)
+	// or 15 (C(6,2) or C(6,4) subset keys), plus 12 with Bing's and bands.
 	KeysPerPage int
 }
 
@@ -69,7 +73,7 @@ func (o Options) withDefaults() Options {
 		o.Pages = max(o.Capacity/10, 1)
 	}
 	if o.KeysPerPage <= 0 {
-		o.KeysPerPage = 6
+		o.KeysPerPage = dedup.DefaultBands
 	}
 	return o
 }
