@@ -498,6 +498,9 @@ func (m *mirrorRules) recorded(ct *commitTx, p *storage.Page) error {
 	return m.appendLog(ct)
 }
 
+// servedUnique reports whether p was served with content kept as unique.
+func servedUnique(p *storage.Page) bool { return hasContent(p) && p.Class == storage.ClassUnique }
+
 // lacking reports whether p's answer says its path is not there.
 func lacking(p *storage.Page) bool { return p.Status == 404 || p.Status == 410 }
 
@@ -508,8 +511,12 @@ func lacking(p *storage.Page) bool { return p.Status == 404 || p.Status == 410 }
 // decision both sides' pages; after it, the mirror's copies of the
 // original's failures (gap probes, copiesOfFailure) and the mirror's pages
 // the verification stream fetches.
+//
+// Served means kept as unique: a host answering 200 with one "not found"
+// page at every path (a soft 404) serves duplicates of that page, which
+// hold nothing the other side lacks.
 func (m *mirrorRules) lacks(ct *commitTx, p *storage.Page) error {
-	served := hasContent(p)
+	served := servedUnique(p)
 	if !served && !lacking(p) {
 		return nil
 	}
@@ -532,7 +539,7 @@ func (m *mirrorRules) lacks(ct *commitTx, p *storage.Page) error {
 		switch {
 		case served && lacking(rec):
 			ls = append(ls, mirrorLack{Key: cp.Key, Side: 1 - cp.Side})
-		case !served && hasContent(rec):
+		case !served && servedUnique(rec):
 			ls = append(ls, mirrorLack{Key: cp.Key, Side: cp.Side})
 		}
 	}
