@@ -681,7 +681,10 @@ func (d *Detector) CopySide(key string) Side {
 // both sides are fetched, and after it every failure of the original is
 // probed on the mirror (gap probes), so each lack of those is seen; but the
 // mirror's own pages are fetched only as the verification stream's picks,
-// one in VerifyEvery, so each lack seen there stands for VerifyEvery.
+// one in VerifyEvery, so each lack seen there stands for VerifyEvery. (A
+// lack of the mirror seen otherwise after the decision, such as a page
+// fetched before it whose counterpart arrives later, weighs VerifyEvery
+// too: the error keeps a decided direction, never reverses it.)
 //
 // The swap rule: a decided direction is reversed when the original's
 // weight is more than twice the mirror's. The factor is hysteresis: right
