@@ -24,6 +24,7 @@ type commitTx struct {
 	skipped         int                 // mirror_skipped records written
 	withdrawn       []string            // mirror decisions withdrawn by this page
 	decided         []string            // mirror decisions made by this page
+	swapped         []string            // mirror directions reversed by this page
 	mirrorLog       *mirrorEvidence     // the page's mirror evidence, for a shared crawl's log
 	proposed        *mirror.Counterpart // the pair the page proposes, before the log brings its candidate
 	proposedSamples int                 // its copies fetched as samples by this page

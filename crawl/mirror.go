@@ -351,7 +351,7 @@ func (m *mirrorRules) compare(ct *commitTx, p *storage.Page, doc *parse.Document
 			continue
 		}
 		c.Verify = p.Verify || rec.Verify
-		c.OrigWords = originalWords(cp.Side, p, rec)
+		c.OrigWords = originalWords(cp.Side == m.det.CopySide(cp.Key), p, rec)
 		c.Proposed = cp.Key == proposed // counts only if this pair makes the candidate
 		m.evidence(ct, mirrorEvidence{Compared: []mirrorComparison{c}})
 		if err := m.saveCandidate(ct.tx, cp.Key); err != nil {
@@ -365,10 +365,10 @@ func (m *mirrorRules) compare(ct *commitTx, p *storage.Page, doc *parse.Document
 }
 
 // originalWords is the length of the page on the original's side of a pair
-// compared under a candidate, p being on side pSide (a decision skips side
-// A: mirror.Candidate.Mirror).
-func originalWords(pSide mirror.Side, p, rec *storage.Page) int {
-	if pSide == mirror.SideA {
+// compared under a candidate, pCopy saying p is on the side presumed the
+// copy (mirror.Detector.CopySide).
+func originalWords(pCopy bool, p, rec *storage.Page) int {
+	if pCopy {
 		return rec.Words
 	}
 	return p.Words
@@ -400,6 +400,13 @@ func (m *mirrorRules) note(ct *commitTx, key string, change mirror.Event) {
 		// withdrawn one's.
 		m.e.logger.Info("mirror skipping stopped: a verified page would have been lost; skipped URLs are queued again", "candidate", key)
 		ct.withdrawn = append(ct.withdrawn, key)
+	case mirror.SwappedNow:
+		c, _ := m.det.Candidate(key)
+		mp := c.MirrorMapping()
+		m.e.logger.Info("mirror direction reversed: the original lacked more of what the mirror serves",
+			"copy", mp.FromOrigin+mp.FromPrefix, "original", mp.ToOrigin+mp.ToPrefix,
+			"lacks_copy", c.Lacks(c.Mirror), "lacks_original", c.Lacks(1-c.Mirror))
+		ct.swapped = append(ct.swapped, key)
 	}
 }
 
@@ -482,10 +489,70 @@ func (m *mirrorRules) gapItem(tx Tx, g mirror.Gap) (frontier.Item, bool, error) 
 // because its original lacked something), a hit if it held new content, and
 // issues the probes the result releases.
 func (m *mirrorRules) recorded(ct *commitTx, p *storage.Page) error {
+	if err := m.lacks(ct, p); err != nil {
+		return err
+	}
 	if err := m.gapResult(ct, p); err != nil {
 		return err
 	}
 	return m.appendLog(ct)
+}
+
+// servedUnique reports whether p was served with content kept as unique.
+func servedUnique(p *storage.Page) bool { return hasContent(p) && p.Class == storage.ClassUnique }
+
+// lacking reports whether p's answer says its path is not there.
+func lacking(p *storage.Page) bool { return p.Status == 404 || p.Status == 410 }
+
+// lacks records the direction evidence a page completes: under each
+// candidate whose side holds p, a path where one side answered 404 or 410
+// and the other served a page (mirror.Detector.Lack). The evidence is
+// recorded by whichever of the two pages is committed second: before the
+// decision both sides' pages; after it, the mirror's copies of the
+// original's failures (gap probes, copiesOfFailure) and the mirror's pages
+// the verification stream fetches.
+//
+// Served means kept as unique: a host answering 200 with one "not found"
+// page at every path (a soft 404) serves duplicates of that page, which
+// hold nothing the other side lacks.
+func (m *mirrorRules) lacks(ct *commitTx, p *storage.Page) error {
+	served := servedUnique(p)
+	if !served && !lacking(p) {
+		return nil
+	}
+	var ls []mirrorLack
+	for _, cp := range m.det.Counterparts(p.URL) {
+		id, seen, err := ct.tx.SeenID(cp.URL)
+		if err != nil {
+			return err
+		}
+		if !seen {
+			continue
+		}
+		rec, err := ct.tx.GetPage(id)
+		if err == storage.ErrNotFound {
+			continue // queued: the evidence is recorded when it is fetched
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case served && lacking(rec):
+			ls = append(ls, mirrorLack{Key: cp.Key, Side: 1 - cp.Side})
+		case !served && servedUnique(rec):
+			ls = append(ls, mirrorLack{Key: cp.Key, Side: cp.Side})
+		}
+	}
+	if len(ls) == 0 {
+		return nil
+	}
+	m.evidence(ct, mirrorEvidence{Lacks: ls})
+	for _, l := range ls {
+		if err := m.saveCandidate(ct.tx, l.Key); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // reads names the records content and recorded read: the copies waiting on
@@ -535,6 +602,19 @@ func (m *mirrorRules) act(ct *commitTx, shared bool) {
 	}
 	for _, key := range ct.decided {
 		m.verifyStanding(key, shared)
+		m.onDecided(key)
+	}
+	// A reversed direction: SkipTarget, CopyMapping and CopyOf follow it
+	// from now on (the new mirror's URLs are skipped at lease and link
+	// time, the new original's failures are probed on the new mirror).
+	// Nothing skipped is queued again: each URL skipped on the former
+	// mirror stands for a counterpart on the former original that was
+	// fetched with content (or was queued, and queues it if it fails:
+	// queueWaiting), as it did before the swap, and the new mirror's
+	// pages never stand for a skipped page (counterpartUsable), so no two
+	// pages skip each other. The new original's failures from before the
+	// swap are probed on the new mirror, as at a decision.
+	for _, key := range ct.swapped {
 		m.onDecided(key)
 	}
 }

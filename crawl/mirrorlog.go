@@ -67,7 +67,16 @@ type mirrorEvidence struct {
 	Propose  *mirrorProposal    `json:"p,omitempty"`
 	Compared []mirrorComparison `json:"c,omitempty"`
 	Observe  string             `json:"o,omitempty"`
+	Lacks    []mirrorLack       `json:"l,omitempty"`
 	Gaps     []mirrorGapResult  `json:"g,omitempty"`
+}
+
+// mirrorLack: a path one side of candidate Key lacked, answering 404 or 410
+// where the other side served a page (mirror.Detector.Lack, the evidence of
+// a mirror's direction).
+type mirrorLack struct {
+	Key  string      `json:"k"`
+	Side mirror.Side `json:"s,omitempty"` // the side that lacked it
 }
 
 // mirrorProposal: a duplicate pair and its link evidence (ProposeLinks).
@@ -168,6 +177,9 @@ func (m *mirrorRules) apply(ev *mirrorEvidence) []mirrorChange {
 	if ev.Observe != "" {
 		m.det.Observe(ev.Observe)
 	}
+	for _, l := range ev.Lacks {
+		out = append(out, mirrorChange{l.Key, m.det.Lack(l.Key, l.Side)})
+	}
 	for _, g := range ev.Gaps {
 		m.det.GapResult(g.Key, g.Linker, g.Hit)
 	}
@@ -194,6 +206,7 @@ func (m *mirrorRules) evidence(ct *commitTx, ev mirrorEvidence) {
 	if ev.Observe != "" {
 		all.Observe = ev.Observe
 	}
+	all.Lacks = append(all.Lacks, ev.Lacks...)
 	all.Gaps = append(all.Gaps, ev.Gaps...)
 }
 

@@ -112,3 +112,53 @@ func TestMirrorLogProposedComparisonMakesItsCandidate(t *testing.T) {
 		t.Fatalf("a comparison by a worker that held the candidate: %d comparisons, want 2", c.Compared)
 	}
 }
+
+// A mirror's direction is a function of the log: lacks (mirrorLack) are one
+// event kind of the entries, survive their encoding, and two workers applying
+// the same log decide the same direction and reverse it at the same entry
+// (mirror.Detector.Lack).
+func TestMirrorLogLacksDecideTheDirection(t *testing.T) {
+	const copyHead, origHead = "http://127.0.0.2/guide/", "http://127.0.0.3/mirror/guide/"
+	mp, ok := mirror.Infer(copyHead+"index.html", origHead+"index.html")
+	if !ok {
+		t.Fatal("no mapping")
+	}
+	key := mirror.Key(mp)
+	var log []mirrorEvidence
+	// The guide (side A, first seen as the copy) is decided the mirror on
+	// a tie, then the original (side B) lacks a page the guide serves.
+	log = append(log, mirrorEvidence{Propose: &mirrorProposal{Copy: copyHead + "index.html", Orig: origHead + "index.html"}})
+	for i := range 12 {
+		log = append(log, mirrorEvidence{Compared: []mirrorComparison{{Key: key, Match: true, Identical: true}},
+			Observe: fmt.Sprintf("%sp%d.html", copyHead, i)})
+	}
+	log = append(log, mirrorEvidence{Lacks: []mirrorLack{{Key: key, Side: mirror.SideB}}})
+	type step struct {
+		at int
+		ev mirror.Event
+	}
+	run := func() ([]step, mirror.Candidate) {
+		m := &mirrorRules{det: mirror.NewDetector(mirror.DefaultOptions())}
+		var steps []step
+		for i, ev := range log {
+			for _, ch := range m.apply(logged(t, ev)) {
+				if ch.ev != mirror.NoChange {
+					steps = append(steps, step{i, ch.ev})
+				}
+			}
+		}
+		c, _ := m.det.Candidate(key)
+		return steps, c
+	}
+	s1, c1 := run()
+	s2, c2 := run()
+	if fmt.Sprint(s1) != fmt.Sprint(s2) || c1.Mirror != c2.Mirror {
+		t.Fatalf("two workers applying one log: %v (mirror side %v) and %v (%v)", s1, c1.Mirror, s2, c2.Mirror)
+	}
+	if len(s1) != 2 || s1[0].ev != mirror.DecidedNow || s1[1] != (step{len(log) - 1, mirror.SwappedNow}) {
+		t.Fatalf("changes %v, want the decision, then the swap at the lack (entry %d)", s1, len(log)-1)
+	}
+	if c1.Mirror != mirror.SideB || c1.LacksB != 1 || c1.Swaps != 1 {
+		t.Fatalf("after the log: mirror side %v, lacks of B %d, swaps %d; want B the mirror after one swap", c1.Mirror, c1.LacksB, c1.Swaps)
+	}
+}

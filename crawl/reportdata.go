@@ -100,10 +100,19 @@ func reportMirrors(db *storage.DB, d *report.Data, skips map[string][]skipRec) e
 		// Requests saved: the URLs standing skipped in favour of their
 		// counterpart under this mapping (a skip undone later, when the
 		// counterpart failed, saved nothing).
+		// URLs skipped under a direction the candidate later reversed
+		// (mirror.Detector.Lack) stand skipped on the new original's side
+		// and count too.
 		saved := 0
-		for _, r := range skips[m.FromOrigin] {
-			if cp, ok := m.Apply(r.url); ok && cp == r.of {
-				saved++
+		dirs := []mirror.Mapping{m}
+		if c.Swaps > 0 {
+			dirs = append(dirs, c.MapFrom(1-c.Mirror))
+		}
+		for _, mp := range dirs {
+			for _, r := range skips[mp.FromOrigin] {
+				if cp, ok := mp.Apply(r.url); ok && cp == r.of {
+					saved++
+				}
 			}
 		}
 		row := report.Mirror{
@@ -111,6 +120,7 @@ func reportMirrors(db *storage.DB, d *report.Data, skips map[string][]skipRec) e
 			PathsCompared: c.Compared + c.Verified, PathsMatched: c.Matched + c.VerifyMatched, RequestsSaved: saved,
 			Verified: c.Verified, VerifyMatched: c.VerifyMatched, GapProbes: c.GapResolved, GapHits: c.GapHits,
 			Samples: c.Sampled, LinksCompared: c.LinksCompared, LinksMatched: c.LinksMatched,
+			LacksMirror: c.Lacks(c.Mirror), LacksOriginal: c.Lacks(1 - c.Mirror), ByLacks: c.ByLacks, Swaps: c.Swaps,
 		}
 		if row.PathsCompared > 0 {
 			row.Score = float64(row.PathsMatched) / float64(row.PathsCompared)

@@ -127,7 +127,9 @@ func (t sprt) step(match bool) float64 {
 // Side names one side of a candidate.
 type Side int
 
-// The two sides of a candidate: A is the side first seen as the copy.
+// The two sides of a candidate: A is the side first seen as the copy (the
+// copy of the duplicate pair that proposed it, usually the side fetched
+// second). Which side is the mirror is decided by evidence (Lack).
 const (
 	SideA Side = 0
 	SideB Side = 1
@@ -188,9 +190,62 @@ type Candidate struct {
 	VerifyNext int `json:"verify_next,omitempty"`
 	// What Represents needs from the pairs compared (systematic.go), kept
 	// with the candidate so a resumed crawl judges skips as before.
-	DiffSizes      []int `json:"diff_sizes,omitempty"`
-	Systematic     int   `json:"systematic,omitempty"`
+	DiffSizes  []int `json:"diff_sizes,omitempty"`
+	Systematic int   `json:"systematic,omitempty"`
+	// The direction's evidence (Lack): the paths where side A (B) answered
+	// 404 or 410 while the other side served a page, the same weighted
+	// by the rate at which such paths are seen (LackWeightA, B), whether
+	// that evidence (rather than the side first seen as the copy, on a
+	// tie) chose the current direction, and how often the direction was
+	// reversed after the decision.
+	LacksA         int  `json:"lacks_a,omitempty"`
+	LacksB         int  `json:"lacks_b,omitempty"`
+	LackWeightA    int  `json:"lack_weight_a,omitempty"`
+	LackWeightB    int  `json:"lack_weight_b,omitempty"`
+	ByLacks        bool `json:"by_lacks,omitempty"`
+	Swaps          int  `json:"swaps,omitempty"`
 	sinceLastCheck int
+}
+
+// Lacks returns the paths side s lacked (it answered 404 or 410 where the
+// other side served a page).
+func (c *Candidate) Lacks(s Side) int {
+	if s == SideA {
+		return c.LacksA
+	}
+	return c.LacksB
+}
+
+func (c *Candidate) lackWeight(s Side) int {
+	if s == SideA {
+		return c.LackWeightA
+	}
+	return c.LackWeightB
+}
+
+// evidenceSide returns the side the lack evidence makes the mirror: the
+// side that lacks more of what the other serves (weighted, Lack), and
+// whether the evidence chose it; on a tie, side A (the side first seen as
+// the copy).
+func (c *Candidate) evidenceSide() (Side, bool) {
+	a, b := c.LackWeightA, c.LackWeightB
+	switch {
+	case b > a:
+		return SideB, true
+	case a > b:
+		return SideA, true
+	}
+	return SideA, false
+}
+
+// copySide is the side presumed the copy: the mirror side once decided,
+// the side the evidence points to before.
+func (c *Candidate) copySide() Side {
+	if c.Decided {
+		return c.Mirror
+	}
+	s, _ := c.evidenceSide()
+	return s
 }
 
 // SameHost reports whether both sides are on one origin (a replicated
@@ -219,6 +274,9 @@ func (c *Candidate) side(s Side) (origin, prefix, ext string) {
 	}
 	return c.BOrigin, c.BPrefix, c.BExt
 }
+
+// MapFrom returns the mapping from side s onto the other side.
+func (c *Candidate) MapFrom(s Side) Mapping { return c.mapFrom(s) }
 
 func (c *Candidate) mapFrom(s Side) Mapping {
 	fo, fp, fe := c.side(s)
@@ -441,6 +499,9 @@ const (
 	// decision stands (it is reported), the URLs skipped under it are queued
 	// again and its pages are fetched from now on.
 	HaltedNow
+	// SwappedNow: a decided mirror's direction was reversed (Lack): the
+	// former original is the mirror from now on.
+	SwappedNow
 )
 
 // Compare records one comparison of a path present on both sides of
@@ -505,11 +566,13 @@ func (d *Detector) Compare(key string, match, verification bool) Event {
 		// would skip, then one in VerifyEvery: a mirror with fewer skips
 		// than VerifyEvery is verified too.
 		c.sinceLastCheck = d.o.VerifyEvery - 1
-		// The mirror is the side of the copy in the duplicate pair that
-		// proposed the candidate (usually the seed fetched second). Later
-		// pairs are no guide: verification samples on an idle mirror are
-		// often fetched before their counterparts on a busy original.
-		c.Mirror = SideA
+		// The mirror is the side that lacks more of what the other serves
+		// (Lack); on a tie (most often no evidence yet), the side of the
+		// copy in the duplicate pair that proposed the candidate (usually
+		// the seed fetched second). Later pairs are no guide: verification
+		// samples on an idle mirror are often fetched before their
+		// counterparts on a busy original.
+		c.Mirror, c.ByLacks = c.evidenceSide()
 		return DecidedNow
 	case (c.LLR <= d.t.reject || truncated) && !c.Withdrawn:
 		c.Withdrawn = true
@@ -578,10 +641,10 @@ func (d *Detector) CopyMapping(u string) (Mapping, bool) {
 	// first, then by matched paths, then by duplicate pairs.
 	var best *Candidate
 	for _, c := range d.byOrigin[o] {
-		if c.Withdrawn || c.Halted || c.SameHost() || (c.Decided && c.Mirror != SideA) {
+		if c.Withdrawn || c.Halted || c.SameHost() {
 			continue
 		}
-		if _, ok := c.mapFrom(SideA).Apply(u); !ok {
+		if _, ok := c.mapFrom(c.copySide()).Apply(u); !ok {
 			continue
 		}
 		if best == nil || betterSupported(c, best) {
@@ -591,7 +654,77 @@ func (d *Detector) CopyMapping(u string) (Mapping, bool) {
 	if best == nil {
 		return Mapping{}, false
 	}
-	return best.mapFrom(SideA), true
+	return best.mapFrom(best.copySide()), true
+}
+
+// CopySide returns the side of candidate key presumed the copy: its mirror
+// side once decided, before that the side the lack evidence points to
+// (Lack), side A on a tie.
+func (d *Detector) CopySide(key string) Side {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if c := d.cands[key]; c != nil {
+		return c.copySide()
+	}
+	return SideA
+}
+
+// Lack records a path where side s of candidate key answered 404 or 410
+// while the other side served a page: evidence that s holds less of the
+// shared content. The original of a mirror is the side that holds more, so
+// the decision (Compare) makes the side with the greater weight of lacks
+// the mirror, and Lack reverses a decided direction (SwappedNow) when the
+// evidence turns.
+//
+// Weights: a lack counts 1, except one of the mirror side of a decided
+// mirror whose skipping runs, which counts VerifyEvery. Before the decision
+// both sides are fetched, and after it every failure of the original is
+// probed on the mirror (gap probes), so each lack of those is seen; but the
+// mirror's own pages are fetched only as the verification stream's picks,
+// one in VerifyEvery, so each lack seen there stands for VerifyEvery. (A
+// lack of the mirror seen otherwise after the decision, such as a page
+// fetched before it whose counterpart arrives later, weighs VerifyEvery
+// too: the error keeps a decided direction, never reverses it.)
+//
+// The swap rule: a decided direction is reversed when the original's
+// weight is more than twice the mirror's. The factor is hysteresis: right
+// after a swap the new mirror's weight w is over twice the new original's,
+// and swapping back needs the new original's weight above 2w, so the
+// weights' total at least doubles between two swaps (it is over 3w at the
+// swap back, while it was under 1.5w at the swap). Weights only grow and
+// are bounded by VerifyEvery times the paths, so a candidate swaps at most
+// 1 + log2(VerifyEvery x paths) times: the direction cannot thrash.
+func (d *Detector) Lack(key string, s Side) Event {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := d.cands[key]
+	if c == nil {
+		return NoChange
+	}
+	w := 1
+	if c.Decided && !c.Halted && s == c.Mirror {
+		w = d.o.VerifyEvery
+	}
+	if s == SideA {
+		c.LacksA++
+		c.LackWeightA += w
+	} else {
+		c.LacksB++
+		c.LackWeightB += w
+	}
+	if !c.Decided || !swapDue(c) {
+		return NoChange
+	}
+	c.Mirror = 1 - c.Mirror
+	c.ByLacks = true
+	c.Swaps++
+	return SwappedNow
+}
+
+// swapDue reports whether a decided candidate's original lacks clearly more
+// than its mirror (Lack).
+func swapDue(c *Candidate) bool {
+	return c.lackWeight(1-c.Mirror) > 2*c.lackWeight(c.Mirror)
 }
 
 func betterSupported(a, b *Candidate) bool {

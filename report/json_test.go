@@ -97,9 +97,11 @@ func TestWriteJSONKeys(t *testing.T) {
 		{"stats", m["stats"], []string{"by_class", "complete", "finished", "hosts", "pages", "requests", "started"}},
 		{"by_class", m["stats"].(map[string]any)["by_class"], Classes()},
 		{"mirror", m["mirrors"].([]any)[0], []string{"host", "mirror_of", "original_prefix", "paths_compared",
-			"paths_matched", "prefix", "requests_saved", "score", "verified", "verify_matched", "gap_probes", "gap_hits", "samples", "links_compared", "links_matched"}},
+			"paths_matched", "prefix", "requests_saved", "score", "verified", "verify_matched", "gap_probes", "gap_hits", "samples", "links_compared", "links_matched",
+			"lacks_mirror", "lacks_original", "direction_by_lacks", "swaps"}},
 		{"replicated prefix", m["replicated_prefixes"].([]any)[0], []string{"host", "mirror_of", "original_prefix",
-			"paths_compared", "paths_matched", "prefix", "requests_saved", "score", "verified", "verify_matched", "gap_probes", "gap_hits", "samples", "links_compared", "links_matched"}},
+			"paths_compared", "paths_matched", "prefix", "requests_saved", "score", "verified", "verify_matched", "gap_probes", "gap_hits", "samples", "links_compared", "links_matched",
+			"lacks_mirror", "lacks_original", "direction_by_lacks", "swaps"}},
 		{"curve point", m["filter_curve"].([]any)[0], []string{"jaccard", "probability"}},
 	}
 	for _, tt := range tests {

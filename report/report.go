@@ -10,6 +10,7 @@ package report
 
 import (
 	"cmp"
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -92,6 +93,31 @@ type Mirror struct {
 	// map onto their original's links under this mapping.
 	LinksCompared int `json:"links_compared"`
 	LinksMatched  int `json:"links_matched"`
+	// The direction's evidence: paths where the mirror (the original)
+	// answered 404 or 410 while the other side served a page, whether
+	// that evidence chose the direction (else, on a tie, the side first
+	// seen as the copy is the mirror), and how often the direction was
+	// reversed after the decision.
+	LacksMirror   int  `json:"lacks_mirror"`
+	LacksOriginal int  `json:"lacks_original"`
+	ByLacks       bool `json:"direction_by_lacks"`
+	Swaps         int  `json:"swaps"`
+}
+
+// Direction says what chose which side is the mirror: the paths each side
+// lacked (404 or 410 where the other side served a page), and whether the
+// direction was reversed.
+func (m Mirror) Direction() string {
+	var s string
+	if m.ByLacks {
+		s = fmt.Sprintf("by lacks (404/410 vs served): mirror %d, original %d", m.LacksMirror, m.LacksOriginal)
+	} else {
+		s = fmt.Sprintf("first seen as the copy (lacks tied: mirror %d, original %d)", m.LacksMirror, m.LacksOriginal)
+	}
+	if m.Swaps > 0 {
+		s += fmt.Sprintf("; reversed %dx", m.Swaps)
+	}
+	return s
 }
 
 // DifferRate estimates the share of skipped URLs whose content differs from

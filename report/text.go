@@ -243,6 +243,7 @@ func (t *textWriter) mirrors(title string, ms []Mirror) {
 		if m.LinksCompared > 0 {
 			t.line("      links: %d of %d links of the copies map onto the originals' links", m.LinksMatched, m.LinksCompared)
 		}
+		t.line("      direction: %s", m.Direction())
 	}
 }
 

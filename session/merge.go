@@ -298,6 +298,11 @@ func mergeMirrors(ms []report.Mirror) []report.Mirror {
 		if m.LinksCompared > o.LinksCompared {
 			o.LinksCompared, o.LinksMatched = m.LinksCompared, m.LinksMatched
 		}
+		if m.LacksMirror+m.LacksOriginal > o.LacksMirror+o.LacksOriginal {
+			o.LacksMirror, o.LacksOriginal = m.LacksMirror, m.LacksOriginal
+		}
+		o.ByLacks = o.ByLacks || m.ByLacks
+		o.Swaps = max(o.Swaps, m.Swaps)
 	}
 	return out
 }

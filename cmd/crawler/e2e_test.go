@@ -184,13 +184,16 @@ func TestCorpusMirrorPairs(t *testing.T) {
 		pa, pb := pages[sa], pages[sb]
 		type side struct{ ip, prefix, seed string }
 		first, second := side{pr.a, pr.aPrefix, sa}, side{pr.b, pr.bPrefix, sb}
+		// The copy is the side reported as the mirror (the side that
+		// lacks more, docs/MIRRORS.md), else the side whose seed was a
+		// duplicate of the other's.
 		switch {
-		case isDup(pb) && pb.DuplicateOf == sa:
-		case isDup(pa) && pa.DuplicateOf == sb:
-			first, second = second, first
 		case mirrorReported(&c.report, pr.a):
 			first, second = second, first
 		case mirrorReported(&c.report, pr.b):
+		case isDup(pb) && pb.DuplicateOf == sa:
+		case isDup(pa) && pa.DuplicateOf == sb:
+			first, second = second, first
 		default:
 			t.Errorf("%s vs %s: neither seed is a duplicate of the other (%s, %s) and no host is reported as a mirror; candidates:\n%s",
 				sa, sb, pa.Class, pb.Class, candidatesOf(t, c.data, pr.a, pr.b))
@@ -220,6 +223,12 @@ func TestCorpusMirrorPairs(t *testing.T) {
 		}
 		t.Logf("%s is the copy: seed %s dup_of=%s sim=%.3f method=%s; %d requests to it, %d for paths the original served (%d verification)",
 			second.ip, sp.Class, sp.DuplicateOf, sp.Similarity, sp.Method, total, wasted, verified)
+		if fp := pages[first.seed]; isDup(fp) && fp.DuplicateOf == second.seed {
+			// The copy was met first: its pages fetched before its
+			// original's lacks made it the mirror were fetched as the
+			// original's. Measured, not bounded.
+			continue
+		}
 		if wasted > 25+verified {
 			t.Errorf("%s: %d requests for pages its original already served (%d verification); a mirror should cost only a handful; candidates:\n%s",
 				second.ip, wasted, verified, candidatesOf(t, c.data, first.ip, second.ip))

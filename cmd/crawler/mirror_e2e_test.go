@@ -30,6 +30,14 @@ var corpusMirrorPairs = []mirrorPair{
 	{"127.0.0.11", "/man/", "127.0.0.12", "/linux/man-pages/"},
 }
 
+// partialCopies are the copies of corpusMirrorPairs that lack pages their
+// original serves (the corpus README: pgsql's sql-*, release-*, catalog-*;
+// 127.0.0.9's zh/; 127.0.0.12's man2/ and man3/): the original is the side
+// that holds more (docs/MIRRORS.md, "Which side is the original"), whichever
+// side the crawl meets first. The other pair has no such evidence and its
+// mirror is the side met second.
+var partialCopies = map[string]bool{"127.0.0.3": true, "127.0.0.9": true, "127.0.0.12": true}
+
 // optionalMirrorPairs may be reported as mirrors, or not: two builds of the
 // git 2.39 documentation from different sources (Debian's and upstream's),
 // near-identical page for page under a path mapping (0.88 of the pages
@@ -144,15 +152,16 @@ func TestMirrorsWhicheverHostFirst(t *testing.T) {
 			d := crawlPhases(t, w, "", first, second)
 			pages := pagesByURL(&d)
 
-			// The four pairs, with the right prefixes, whichever side
-			// was crawled second is reported as the mirror.
+			// The four pairs, with the right prefixes: a partial copy is
+			// the mirror in either order; of a pair without lacks, the
+			// side crawled second.
 			found := map[string]report.Mirror{}
 			for _, m := range d.Mirrors {
 				found[ipOf(m.Host)+m.Prefix+" -> "+ipOf(m.MirrorOf)+m.OriginalPrefix] = m
 			}
 			for _, p := range corpusMirrorPairs {
 				key := p.copyIP + p.copyPrefix + " -> " + p.origIP + p.origPrefix
-				if order == "mirror first" {
+				if order == "mirror first" && !partialCopies[p.copyIP] {
 					key = p.origIP + p.origPrefix + " -> " + p.copyIP + p.copyPrefix
 				}
 				m, ok := found[key]
@@ -228,6 +237,14 @@ func TestMirrorsWhicheverHostFirst(t *testing.T) {
 				}
 				t.Logf("%s%s (crawled second): %d requests (%d for paths the other side served, %d of them the verification stream) with mirror handling, %d following every link (%.0f%% saved)",
 					ip, prefix, got, wasted, verified, ref, 100*(1-float64(got)/float64(ref)))
+				if order == "mirror first" && partialCopies[p.copyIP] {
+					// The partial copy was crawled in full before its
+					// original was met: the original, crawled second, is
+					// fetched from the moment its lacks decide (or
+					// reverse) the direction. The price of the direction,
+					// measured, not bounded.
+					continue
+				}
 				if wasted > 25+verified {
 					t.Errorf("%s%s: %d requests for pages the other side already served (%d verification)", ip, prefix, wasted, verified)
 				}
@@ -266,8 +283,14 @@ func TestCorpusReportsMirrorsAndReplicatedPrefixes(t *testing.T) {
 		a, b := ipOf(m.Host)+m.Prefix, ipOf(m.MirrorOf)+m.OriginalPrefix
 		// Requests saved are URLs standing skipped, each counted once
 		// (not once per link to it, nor after the skip was undone).
-		if m.RequestsSaved > skippedOn[ipOf(m.Host)] {
-			t.Errorf("mirror %s: %d requests saved, but only %d URLs of its host stand skipped", a, m.RequestsSaved, skippedOn[ipOf(m.Host)])
+		// A direction reversed (docs/MIRRORS.md) leaves the URLs skipped
+		// before standing on the original's host.
+		skipped := skippedOn[ipOf(m.Host)]
+		if m.Swaps > 0 {
+			skipped += skippedOn[ipOf(m.MirrorOf)]
+		}
+		if m.RequestsSaved > skipped {
+			t.Errorf("mirror %s: %d requests saved, but only %d URLs of its hosts stand skipped", a, m.RequestsSaved, skipped)
 		}
 		if pairOf[a] != b && !optionalMirror(a, b) {
 			t.Errorf("reported mirror %s -> %s is not a mirror pair of the corpus", a, b)
