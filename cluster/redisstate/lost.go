@@ -225,7 +225,9 @@ func (c *Crawl) markersLost(ctx context.Context, markers []txOp) error {
 }
 
 // claimDir records in data dir db the crawl and generation its pages are
-// crawled under, or checks them: a dir crawled under another generation of
+// crawled under, or checks them: a dir of another crawl is an error (it
+// was reused for a new crawl name without a word before), and a dir crawled
+// under another generation of
 // the same crawl (its state in Redis was lost and the crawl made again,
 // from its seeds, with page ids that start again) is a *LostError; its
 // pages and ids would be mixed with the new crawl's.
@@ -242,7 +244,12 @@ func (c *Crawl) claimDir(db *storage.DB) error {
 		return fmt.Errorf("redisstate: the data dir's crawl: %w", err)
 	}
 	name, gen, _ := strings.Cut(string(b), " ")
-	if name == c.name && gen != c.gen {
+	if name != c.name {
+		// Its page ids, seen set and skips are another crawl's: mixed
+		// with this one's, pages would be lost or counted twice.
+		return fmt.Errorf("redisstate: this data dir holds pages of shared crawl %q, not of crawl %q: give each crawl a data dir of its own (--data)", name, c.name)
+	}
+	if gen != c.gen {
 		return c.lost("this data dir holds pages crawled under generation %s of the crawl, and Redis holds generation %s: "+
 			"the crawl's state was lost and the crawl made again since", gen, c.gen)
 	}

@@ -275,7 +275,8 @@ func TestStoreCommitOnLostState(t *testing.T) {
 // crawl made again after its state in Redis was lost (all its workers
 // stopped, Redis restarted without persistence, the crawl opened anew: a
 // new generation, page ids from 0 again); the same dir is used again under
-// the generation it was crawled under, and a new dir under the new one.
+// the generation it was crawled under, and a new dir under the new one. A
+// crawl of another name refuses the dir (issue 27: it was reused silently).
 func TestDataDirOfLostCrawlRefused(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
@@ -306,5 +307,12 @@ func TestDataDirOfLostCrawlRefused(t *testing.T) {
 	}
 	if err := newStore(again, t.TempDir()); err != nil {
 		t.Fatalf("a new dir under the crawl made again: %v", err)
+	}
+	other, err := Open(ctx, srv.Client(t), "other", Options{Partitions: 4, Capacity: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := newStore(other, dir); err == nil || !strings.Contains(err.Error(), `shared crawl "t", not of crawl "other"`) {
+		t.Fatalf("crawl t's dir under crawl other: %v, want an error naming both crawls", err)
 	}
 }
