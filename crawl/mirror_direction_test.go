@@ -1,7 +1,10 @@
 package crawl_test
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -82,14 +85,16 @@ func opener(h http.Handler, open chan struct{}) http.Handler {
 	})
 }
 
-// jittered sleeps a seeded random 0-4 ms before each answer.
-func jittered(h http.Handler, rng *rand.Rand) http.Handler {
-	var mu sync.Mutex
+// jittered sleeps 0-4 ms before each answer, a function of the seed, the
+// side and the path: the same request waits the same on a replay, and
+// concurrent handlers share no state (one rand.Rand behind two handlers'
+// locks was a data race under -race).
+func jittered(h http.Handler, seed uint64, side string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		d := time.Duration(rng.IntN(5)) * time.Millisecond
-		mu.Unlock()
-		time.Sleep(d)
+		f := fnv.New64a()
+		binary.Write(f, binary.LittleEndian, seed)
+		io.WriteString(f, side+" "+r.URL.Path)
+		time.Sleep(time.Duration(f.Sum64()%5) * time.Millisecond)
 		h.ServeHTTP(w, r)
 	})
 }
@@ -130,8 +135,7 @@ func checkMirrorDirection(t *testing.T, pm partialMirror, order string, partialO
 	case "partial_first":
 		partial, complete = opener(partial, first), gated(complete, first)
 	default:
-		rng := rand.New(rand.NewPCG(jitterSeed, 2))
-		complete, partial = jittered(complete, rng), jittered(partial, rng)
+		complete, partial = jittered(complete, jitterSeed, "complete"), jittered(partial, jitterSeed, "partial")
 	}
 	log := &hitLog{}
 	cs := startServer(t, completeIP, complete, log)
