@@ -9,11 +9,11 @@
 #   e2e:     the end-to-end tier, then a smoke run of every benchmark
 #   static:  staticcheck, other platforms
 #
-# One step at a time: the end-to-end tier alone uses both cores of a 2-core
-# machine (about 1,200 CPU-s), so a step beside it takes its CPU and
-# stretches its waits (session 15 ran the checks beside it in two phases: the
-# suite took 1,361-1,561 s against 1,061 s run serially before, and every
-# step beside another is load on tests whose bounds guard hangs).
+# One step at a time: the end-to-end tier alone nearly fills both cores of a
+# 2-core machine (about 1,100-1,200 CPU-s), so a step beside it takes its CPU
+# and stretches its waits; session 15's two phases of checks beside the
+# tiers (1,361-1,561 s) saved too little to be worth the load on tests whose
+# bounds guard hangs (docs/TESTING.md).
 #
 # Fuzzing is not here: the fuzzer's random search cannot be seeded or
 # replayed, and a test that lands must fail the same way twice. Its finds
