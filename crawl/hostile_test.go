@@ -17,7 +17,7 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/fetch"
 	"github.com/horseshoe-crawler/horseshoe/frontier"
 	"github.com/horseshoe-crawler/horseshoe/internal/hostile"
-	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
 
@@ -170,7 +170,7 @@ func TestHostileServers(t *testing.T) {
 	}
 	const normalIP = "127.0.0.71"
 	root, normalPaths := normalWeb(t, normalIP)
-	web, err := testweb.Start(root, testweb.Options{})
+	web, err := loopweb.Start(root, loopweb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
 	"github.com/horseshoe-crawler/horseshoe/report"
 	"github.com/horseshoe-crawler/horseshoe/storage"
@@ -77,7 +78,7 @@ func TestRecrawlCorpusHost(t *testing.T) {
 	root := t.TempDir()
 	htmls := copyHost(t, corpus, ip, root)
 	log := &condLog{}
-	web, err := testweb.Start(root, testweb.Options{Handler: log.wrap})
+	web, err := loopweb.Start(root, loopweb.Options{Handler: log.wrap})
 	if err != nil {
 		t.Fatal(err)
 	}

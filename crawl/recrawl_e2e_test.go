@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/export"
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
-	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
 	"github.com/horseshoe-crawler/horseshoe/report"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
@@ -43,7 +43,7 @@ func TestRecrawlChanges(t *testing.T) {
 	}
 	s.write(t, "index.html", "The index.", footer, pages, t0)
 	log := &condLog{}
-	web, err := testweb.Start(root, testweb.Options{Robots: map[string]string{ip: "User-agent: *\nAllow: /\n"}, Handler: log.wrap})
+	web, err := loopweb.Start(root, loopweb.Options{Robots: map[string]string{ip: "User-agent: *\nAllow: /\n"}, Handler: log.wrap})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/export"
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
-	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
 	"github.com/horseshoe-crawler/horseshoe/internal/warcread"
 	"github.com/horseshoe-crawler/horseshoe/report"
 	"github.com/horseshoe-crawler/horseshoe/storage"
@@ -42,7 +42,7 @@ func TestRecrawlTransitions(t *testing.T) {
 		}
 	}
 	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
-	var web *testweb.Web
+	var web *loopweb.Web
 	var recrawling atomic.Bool
 	redirect := func(code int, host, path string) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, web.URL(host, path), code) }
@@ -130,7 +130,7 @@ func TestRecrawlTransitions(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(root, other, "index.html"), []byte("<!doctype html><p>The other host.</p>"), 0o644)
 	log := &condLog{}
-	web, err := testweb.Start(root, testweb.Options{Handler: func(host string, next http.Handler) http.Handler {
+	web, err := loopweb.Start(root, loopweb.Options{Handler: func(host string, next http.Handler) http.Handler {
 		return log.wrap(host, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			phase := "first "
 			if recrawling.Load() {

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/crawl"
-	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 	"github.com/horseshoe-crawler/horseshoe/report"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
@@ -141,7 +141,7 @@ func TestRecrawlFailedAndContinued(t *testing.T) {
 	s.write(t, "broken.html", s.words(300), "footer", nil, t0)
 	var failing sync.Map
 	log := &condLog{}
-	web, err := testweb.Start(root, testweb.Options{Handler: func(ip string, next http.Handler) http.Handler {
+	web, err := loopweb.Start(root, loopweb.Options{Handler: func(ip string, next http.Handler) http.Handler {
 		return log.wrap(ip, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if _, ok := failing.Load(r.URL.Path); ok {
 				http.Error(w, "boom", http.StatusInternalServerError)
@@ -213,7 +213,7 @@ func TestRecrawlOrder(t *testing.T) {
 	}
 	s.write(t, "index.html", "The index.", "footer", names, t0)
 	log := &condLog{}
-	web, err := testweb.Start(root, testweb.Options{Handler: log.wrap})
+	web, err := loopweb.Start(root, loopweb.Options{Handler: log.wrap})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,8 +278,8 @@ func TestRecrawlSitemap(t *testing.T) {
 	}
 	writeSitemap("a.html", "b.html")
 	log := &condLog{}
-	var web *testweb.Web
-	web, err := testweb.Start(root, testweb.Options{
+	var web *loopweb.Web
+	web, err := loopweb.Start(root, loopweb.Options{
 		Robots: map[string]string{ip: "User-agent: *\nAllow: /\nSitemap: /sitemap.xml\n"},
 		Handler: func(ip string, next http.Handler) http.Handler {
 			return log.wrap(ip, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -16,7 +16,7 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/crawl"
 	"github.com/horseshoe-crawler/horseshoe/export"
 	"github.com/horseshoe-crawler/horseshoe/internal/console"
-	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 	"github.com/horseshoe-crawler/horseshoe/report"
 	"github.com/horseshoe-crawler/horseshoe/session"
 )
@@ -223,8 +223,8 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func runDemo(ctx context.Context, webDir, dataDir string, stdout, stderr io.Writer) error {
-	w, raw, err := testweb.StartDemo(webDir)
-	var nd *testweb.NoDemoError
+	w, raw, err := loopweb.StartDemo(webDir)
+	var nd *loopweb.NoDemoError
 	if errors.As(err, &nd) {
 		return usagef("demo web not found: %v (run from the repository root or pass --web)", nd.Err)
 	}

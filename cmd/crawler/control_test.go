@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 	"github.com/horseshoe-crawler/horseshoe/report"
 	"github.com/horseshoe-crawler/horseshoe/session"
 )
@@ -76,7 +76,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // pageRequests returns the paths requested from ip, robots.txt left out.
-func pageRequests(w *testweb.Web, ip string) []string {
+func pageRequests(w *loopweb.Web, ip string) []string {
 	var out []string
 	for _, r := range w.RequestsTo(ip) {
 		if r.Path != "/robots.txt" {
@@ -88,7 +88,7 @@ func pageRequests(w *testweb.Web, ip string) []string {
 
 // checkBlog checks that the added site was crawled whole: the seed and the
 // three posts it links to (in scope only if the seed widened the scope).
-func checkBlog(t *testing.T, w *testweb.Web) {
+func checkBlog(t *testing.T, w *loopweb.Web) {
 	t.Helper()
 	got := strings.Join(pageRequests(w, "127.0.0.4"), " ")
 	for _, p := range []string{"/blog/", "/blog/2025/04/opening-night.html", "/blog/2025/06/anvil-day.html", "/blog/2025/09/league-final.html"} {
@@ -101,7 +101,7 @@ func checkBlog(t *testing.T, w *testweb.Web) {
 // pauseQuiet pauses the crawl at base, waits until its fetches in flight
 // have finished, and checks that no request reaches the web for hold. It
 // returns the status taken then.
-func pauseQuiet(t *testing.T, w *testweb.Web, base, token string, hold time.Duration) map[string]any {
+func pauseQuiet(t *testing.T, w *loopweb.Web, base, token string, hold time.Duration) map[string]any {
 	t.Helper()
 	if code, v := api(t, base, token, "POST", "/api/pause", ""); code != 200 || v["state"] != "paused" {
 		t.Fatalf("pause: %d %v", code, v)

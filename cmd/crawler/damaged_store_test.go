@@ -17,7 +17,7 @@ import (
 
 	"github.com/horseshoe-crawler/horseshoe/export"
 	"github.com/horseshoe-crawler/horseshoe/internal/hostile"
-	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 )
 
 // bigTextWeb writes a one-host web on 127.0.0.81 of n pages, most with a
@@ -85,7 +85,7 @@ func readJSONL(t *testing.T, path string) map[string]export.Record {
 func TestDamagedStoreCommands(t *testing.T) {
 	t.Parallel() // its own web and data dirs
 	bin := buildSignalCrawler(t)
-	w, err := testweb.Start(bigTextWeb(t, 120), testweb.Options{})
+	w, err := loopweb.Start(bigTextWeb(t, 120), loopweb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

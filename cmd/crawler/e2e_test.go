@@ -16,13 +16,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
 	"github.com/horseshoe-crawler/horseshoe/report"
 )
 
 // corpusRun is one crawl of the real corpus, shared by the tests that check it.
 type corpusRun struct {
-	web      *testweb.Web
+	web      *loopweb.Web
 	manifest []testweb.ManifestEntry
 	seeds    []string
 	data     string
@@ -49,7 +50,7 @@ func crawlCorpus(t *testing.T) *corpusRun {
 			return
 		}
 		corpus.manifest = manifest
-		web, err := testweb.Start(root, testweb.Options{})
+		web, err := loopweb.Start(root, loopweb.Options{})
 		if err != nil {
 			corpus.err = err
 			return

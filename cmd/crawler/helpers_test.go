@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 	"github.com/horseshoe-crawler/horseshoe/report"
 )
 
@@ -22,7 +22,7 @@ func pagesByURL(d *report.Data) map[string]report.Page {
 	return m
 }
 
-func demoSeeds(t *testing.T, w *testweb.Web) []string {
+func demoSeeds(t *testing.T, w *loopweb.Web) []string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "demo", "SEEDS.txt"))
 	if err != nil {
@@ -39,9 +39,9 @@ func demoSeeds(t *testing.T, w *testweb.Web) []string {
 
 // startDemo serves the demo web on loopback for the test and returns it with
 // its seeds.
-func startDemo(t *testing.T) (*testweb.Web, []string) {
+func startDemo(t *testing.T) (*loopweb.Web, []string) {
 	t.Helper()
-	w, err := testweb.Start(filepath.Join("..", "..", "testdata", "demo"), testweb.Options{})
+	w, err := loopweb.Start(filepath.Join("..", "..", "testdata", "demo"), loopweb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 )
 
 // exportLines runs `crawler export --format jsonl --all` with extra args
@@ -122,7 +122,7 @@ func containedShare(a, b []string) float64 {
 // main_text and a main_text_error saying why, and export says how many
 // pages have none, and why.
 func TestExportMainTextWithoutRaw(t *testing.T) {
-	w, err := testweb.Start(bigTextWeb(t, 10), testweb.Options{})
+	w, err := loopweb.Start(bigTextWeb(t, 10), loopweb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 	"github.com/horseshoe-crawler/horseshoe/report"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
@@ -65,7 +65,7 @@ func ipOf(hostport string) string { return strings.Split(hostport, ":")[0] }
 // crawlPhases crawls the given seed groups one after the other into one data
 // dir (each group to completion, the next added by resuming with new seeds)
 // and returns the report.
-func crawlPhases(t *testing.T, w *testweb.Web, config string, groups ...[]string) report.Data {
+func crawlPhases(t *testing.T, w *loopweb.Web, config string, groups ...[]string) report.Data {
 	t.Helper()
 	data := filepath.Join(t.TempDir(), "data")
 	for _, seeds := range groups {
@@ -96,7 +96,7 @@ func crawlPhases(t *testing.T, w *testweb.Web, config string, groups ...[]string
 
 // requestsUnder counts the requests a crawl sent to ip under prefix, from
 // the request log entries after index from.
-func requestsUnder(w *testweb.Web, ip, prefix string, from int) int {
+func requestsUnder(w *loopweb.Web, ip, prefix string, from int) int {
 	n := 0
 	for _, r := range w.Requests()[from:] {
 		if r.Host == ip && strings.HasPrefix(r.Path, prefix) {
@@ -117,7 +117,7 @@ func TestMirrorsWhicheverHostFirst(t *testing.T) {
 	}
 	t.Parallel() // its own corpus webs
 	root := corpusRoot(t)
-	w, err := testweb.Start(root, testweb.Options{})
+	w, err := loopweb.Start(root, loopweb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

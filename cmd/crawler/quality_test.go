@@ -24,6 +24,7 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/dedup"
 	"github.com/horseshoe-crawler/horseshoe/fetch"
 	"github.com/horseshoe-crawler/horseshoe/internal/dedupeval"
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
 	"github.com/horseshoe-crawler/horseshoe/parse"
 	"github.com/horseshoe-crawler/horseshoe/storage"
@@ -262,9 +263,9 @@ func TestCorpusQuality(t *testing.T) {
 // reference), against servers of its own over the same tree. It returns the
 // crawl's data dir, its servers (closed at the test's end), the mapping of
 // their URLs to to's and the crawl's wall time.
-func referenceCrawl(t *testing.T, root string, manifest []testweb.ManifestEntry, to *testweb.Web) (string, *testweb.Web, func(string) string, time.Duration) {
+func referenceCrawl(t *testing.T, root string, manifest []testweb.ManifestEntry, to *loopweb.Web) (string, *loopweb.Web, func(string) string, time.Duration) {
 	t.Helper()
-	web2, err := testweb.Start(root, testweb.Options{})
+	web2, err := loopweb.Start(root, loopweb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -593,7 +594,7 @@ func insidePrefix(u string, seeds []string) bool {
 
 // urlMapper returns a function rewriting URLs of from's hosts to the same
 // paths on to's hosts (same IP, other port).
-func urlMapper(from, to *testweb.Web) func(string) string {
+func urlMapper(from, to *loopweb.Web) func(string) string {
 	bases := map[string]string{}
 	for _, ip := range from.Hosts() {
 		bases[from.BaseURL(ip)] = to.BaseURL(ip)

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 )
 
 // TestCrawlRecrawlFlag: 'crawler crawl --recrawl --data DIR' without seeds
@@ -37,7 +37,7 @@ func TestCrawlRecrawlFlag(t *testing.T) {
 	write("index.html", `<p>Index of the site.</p><a href="a.html">a</a> <a href="b.html">b</a>`, t0)
 	write("a.html", "<p>The first page says one thing.</p>", t0)
 	write("b.html", "<p>The second page says another.</p>", t0)
-	web, err := testweb.Start(root, testweb.Options{})
+	web, err := loopweb.Start(root, loopweb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

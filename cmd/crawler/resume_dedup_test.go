@@ -16,7 +16,7 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/crawl"
 	"github.com/horseshoe-crawler/horseshoe/dedup"
 	"github.com/horseshoe-crawler/horseshoe/frontier"
-	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 	"github.com/horseshoe-crawler/horseshoe/parse"
 	"github.com/horseshoe-crawler/horseshoe/report"
 )
@@ -136,7 +136,7 @@ func TestResumeDedupAcrossRestart(t *testing.T) {
 	}
 	bSim := checkResumeDedupFixture(t, files)
 
-	web, err := testweb.Start(root, testweb.Options{})
+	web, err := loopweb.Start(root, loopweb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/crawl"
 	"github.com/horseshoe-crawler/horseshoe/dedup"
 	"github.com/horseshoe-crawler/horseshoe/internal/dedupeval"
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
 	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
 	"github.com/horseshoe-crawler/horseshoe/report"
@@ -63,7 +64,7 @@ func reportOf(tb testing.TB, bin, data string) report.Data {
 }
 
 // requestCounts counts the logged requests by host, method and path.
-func requestCounts(reqs []testweb.Request) map[string]int {
+func requestCounts(reqs []loopweb.Request) map[string]int {
 	m := map[string]int{}
 	for _, r := range reqs {
 		m[r.Host+" "+r.Method+" "+r.Path]++
@@ -107,7 +108,7 @@ func TestCrashSafeResume(t *testing.T) {
 	}
 	seed := testtools.Seed(t, "./cmd/crawler/")
 	bin := buildCrawler(t)
-	web, err := testweb.Start(root, testweb.Options{})
+	web, err := loopweb.Start(root, loopweb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

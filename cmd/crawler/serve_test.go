@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 )
 
 // Hostile page titles of the small web: a report must show them as text.
@@ -30,7 +30,7 @@ const (
 // smallWeb writes a one-host web with two duplicate pairs whose originals
 // carry hostile titles, plus a few unique pages, and serves it. handler, if
 // not nil, wraps the host's handler.
-func smallWeb(t *testing.T, handler func(ip string, next http.Handler) http.Handler) (*testweb.Web, string) {
+func smallWeb(t *testing.T, handler func(ip string, next http.Handler) http.Handler) (*loopweb.Web, string) {
 	t.Helper()
 	root := t.TempDir()
 	dir := filepath.Join(root, "127.0.0.2")
@@ -69,7 +69,7 @@ func smallWeb(t *testing.T, handler func(ip string, next http.Handler) http.Hand
 			t.Fatal(err)
 		}
 	}
-	w, err := testweb.Start(root, testweb.Options{Handler: handler})
+	w, err := loopweb.Start(root, loopweb.Options{Handler: handler})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,8 +17,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/horseshoe-crawler/horseshoe/cluster/redisstate"
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 	"github.com/horseshoe-crawler/horseshoe/internal/testtools/redistest"
-	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
 )
 
 // TestSharedFenceStalledWorker: a worker process stopped (SIGSTOP, through
@@ -117,7 +117,7 @@ type stallCase struct {
 
 // stallRun is what a stalled run left: worker a's log and record, the server's log.
 type stallRun struct {
-	web     *testweb.Web
+	web     *loopweb.Web
 	stopURL string
 	logA    string
 	ra      redisstate.WorkerInfo
@@ -150,7 +150,7 @@ func (r stallRun) noneTwice(t *testing.T, robots bool) {
 }
 
 // fenceWeb serves one host of n distinct pages, linked from its index.
-func fenceWeb(t *testing.T, n int, o testweb.Options) *testweb.Web {
+func fenceWeb(t *testing.T, n int, o loopweb.Options) *loopweb.Web {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "127.0.0.2")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -173,7 +173,7 @@ func fenceWeb(t *testing.T, n int, o testweb.Options) *testweb.Web {
 	if err := os.WriteFile(filepath.Join(dir, "index.html"), []byte(index.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	web, err := testweb.Start(filepath.Dir(dir), o)
+	web, err := loopweb.Start(filepath.Dir(dir), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func fenceStall(t *testing.T, bin string, srv *redistest.Server, check bool) {
 // 2 minutes while a is stopped.)
 func runStall(t *testing.T, bin string, srv *redistest.Server, c stallCase) stallRun {
 	redisURL, rdb := srv.URL(), srv.Client(t)
-	var wo testweb.Options
+	var wo loopweb.Options
 	if c.connClose {
 		wo.Handler = func(_ string, next http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -20,8 +20,8 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/configs"
 	"github.com/horseshoe-crawler/horseshoe/crawl"
 	"github.com/horseshoe-crawler/horseshoe/dedup"
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 	"github.com/horseshoe-crawler/horseshoe/internal/testtools/redistest"
-	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
 	"github.com/horseshoe-crawler/horseshoe/internal/variantweb"
 	"github.com/horseshoe-crawler/horseshoe/mirror"
 	"github.com/horseshoe-crawler/horseshoe/parse"
@@ -31,7 +31,7 @@ import (
 // mirrorWeb is a generated web: a corpus site, a complete mirror of it on
 // another host and a non-mirror (another version of the docs) on a third.
 type mirrorWeb struct {
-	web      *testweb.Web
+	web      *loopweb.Web
 	site     *variantweb.Site
 	mir, non *variantweb.Variant
 	seeds    []string
@@ -87,7 +87,7 @@ func startMirrorWeb(t *testing.T, fam variantweb.Family, represented bool) *mirr
 			t.Fatal(err)
 		}
 	}
-	w, err := testweb.Start(dir, testweb.Options{Handler: func(ip string, next http.Handler) http.Handler {
+	w, err := loopweb.Start(dir, loopweb.Options{Handler: func(ip string, next http.Handler) http.Handler {
 		return mir.Handler(ip, non.Handler(ip, next))
 	}})
 	if err != nil {
@@ -725,7 +725,7 @@ func TestSharedCrawlMirrorsCorpus(t *testing.T) {
 // checkNoRepeats: no URL requested twice (robots.txt apart). The delay per
 // host, which checkRequests also asserts, is the frontier's property
 // (TestSharedCrawlThreeWorkers); these tests are about mirrors.
-func checkNoRepeats(t *testing.T, reqs []testweb.Request) {
+func checkNoRepeats(t *testing.T, reqs []loopweb.Request) {
 	t.Helper()
 	seen := map[string]int{}
 	for _, r := range reqs {

@@ -18,6 +18,7 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/configs"
 	"github.com/horseshoe-crawler/horseshoe/crawl"
 	"github.com/horseshoe-crawler/horseshoe/dedup"
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 	"github.com/horseshoe-crawler/horseshoe/internal/testtools/redistest"
 	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
 	"github.com/horseshoe-crawler/horseshoe/report"
@@ -181,7 +182,7 @@ func TestSharedCorpusQuality(t *testing.T) {
 		name    string
 		cr      *crawlRecords
 		dirs    []string
-		reqs    []testweb.Request
+		reqs    []loopweb.Request
 		elapsed time.Duration
 		log     string // the decisions are the same in every worker's log
 	}{{"one process", one, []string{single}, singleReqs, singleElapsed, se.String()},
@@ -286,7 +287,7 @@ func loadCrawls(t *testing.T, det *dedup.Detector, dirs []string) (*crawlRecords
 
 // requestedTwice returns the URLs (host and path) requested more than once,
 // robots.txt apart (each worker keeps its own robots.txt cache).
-func requestedTwice(reqs []testweb.Request) []string {
+func requestedTwice(reqs []loopweb.Request) []string {
 	seen := map[string]int{}
 	var twice []string
 	for _, r := range reqs {

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 	"github.com/horseshoe-crawler/horseshoe/internal/testtools/redistest"
 	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
 	"github.com/horseshoe-crawler/horseshoe/report"
@@ -38,14 +39,14 @@ const sharedDelay = 10 * time.Millisecond
 
 // sharedWeb serves the real corpus and returns the seeds of the hosts in
 // hosts (nil: every host).
-func sharedWeb(t *testing.T, hosts map[string]bool) (*testweb.Web, []string) {
+func sharedWeb(t *testing.T, hosts map[string]bool) (*loopweb.Web, []string) {
 	t.Helper()
 	root := corpusRoot(t)
 	_, manifest, err := testweb.Corpus()
 	if err != nil {
 		t.Fatal(err)
 	}
-	web, err := testweb.Start(root, testweb.Options{})
+	web, err := loopweb.Start(root, loopweb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,10 +163,10 @@ func mergedReportOf(t *testing.T, dirs ...string) report.Data {
 // clock's gap runs from the worker's end of a request (Redis TIME, whole
 // ms: up to 1 ms short), which comes after the server began its last write
 // (Sent) but may come before the server's handler returned (End).
-func checkRequests(t *testing.T, reqs []testweb.Request) (robots int) {
+func checkRequests(t *testing.T, reqs []loopweb.Request) (robots int) {
 	t.Helper()
 	seen := map[string]int{}
-	byHost := map[string][]testweb.Request{}
+	byHost := map[string][]loopweb.Request{}
 	for _, r := range reqs {
 		if r.Path == "/robots.txt" {
 			robots++
@@ -325,7 +326,7 @@ func killedWorkerCrawl(t *testing.T, redisURL string) {
 		}
 	}
 	reqs := web.Requests()[len(singleReqs):]
-	pages := func(rs []testweb.Request) int {
+	pages := func(rs []loopweb.Request) int {
 		n := 0
 		for _, r := range rs {
 			if r.Path != "/robots.txt" {
@@ -408,7 +409,7 @@ func logRedisCost(t *testing.T, srv *redistest.Server, pages int) {
 func TestSharedCrawlPasswordTLS(t *testing.T) {
 	t.Parallel() // its own corpus web and Redis
 	root := corpusRoot(t)
-	web, err := testweb.Start(root, testweb.Options{})
+	web, err := loopweb.Start(root, loopweb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/cluster/redisstate"
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 	"github.com/horseshoe-crawler/horseshoe/internal/testtools/redistest"
 	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
 	"github.com/horseshoe-crawler/horseshoe/report"
@@ -178,7 +179,7 @@ func TestSharedCrawlWorkersView(t *testing.T) {
 			next.ServeHTTP(w, r)
 		})
 	}
-	web, err := testweb.Start(root, testweb.Options{Handler: hold})
+	web, err := loopweb.Start(root, loopweb.Options{Handler: hold})
 	if err != nil {
 		t.Fatal(err)
 	}

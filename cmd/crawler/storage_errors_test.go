@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 )
 
 // snapshot hashes every file under dir.
@@ -135,7 +135,7 @@ func TestDiskFull(t *testing.T) {
 	defer exec.Command("umount", "-l", mnt).Run()
 	bin := buildSignalCrawler(t)
 	root := corpusRoot(t)
-	w, err := testweb.Start(root, testweb.Options{})
+	w, err := loopweb.Start(root, loopweb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

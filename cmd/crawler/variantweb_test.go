@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 	"github.com/horseshoe-crawler/horseshoe/internal/variantweb"
 	"github.com/horseshoe-crawler/horseshoe/report"
 )
@@ -116,7 +116,7 @@ func crawlVariant(t *testing.T, v *variantweb.Variant, variantFirst bool) []stri
 	if err := v.Write(dir); err != nil {
 		t.Fatal(err)
 	}
-	w, err := testweb.Start(dir, testweb.Options{Handler: v.Handler})
+	w, err := loopweb.Start(dir, loopweb.Options{Handler: v.Handler})
 	if err != nil {
 		t.Fatal(err)
 	}

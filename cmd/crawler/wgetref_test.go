@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/dedup"
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
 	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
 	"github.com/horseshoe-crawler/horseshoe/parse"
@@ -175,11 +176,11 @@ func wgetPath(t *testing.T) string {
 // to (the default crawl's servers): every saved HTML page with words, with
 // its shingle set and, as via, the first page saved before it that links to
 // it; byURL holds every saved URL.
-func wgetReference(t *testing.T, root string, manifest []testweb.ManifestEntry, to *testweb.Web,
+func wgetReference(t *testing.T, root string, manifest []testweb.ManifestEntry, to *loopweb.Web,
 	det *dedup.Detector) (*crawlRecords, wgetFigures) {
 	t.Helper()
 	bin := wgetPath(t)
-	web3, err := testweb.Start(root, testweb.Options{})
+	web3, err := loopweb.Start(root, loopweb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +349,7 @@ func parseWgetLog(t *testing.T, log []byte) ([]wgetEntry, map[string]int) {
 // under out, and the URLs the log names are exactly the requests the servers
 // answered with 200 (host and request URI, counted with repeats). It returns
 // the number of files.
-func checkWgetLog(t *testing.T, entries []wgetEntry, out string, web *testweb.Web) int {
+func checkWgetLog(t *testing.T, entries []wgetEntry, out string, web *loopweb.Web) int {
 	t.Helper()
 	named := map[string]bool{}
 	for _, e := range entries {

@@ -79,7 +79,7 @@ func TestStageOf(t *testing.T) {
 		{[]string{"encoding/json.Marshal", "github.com/horseshoe-crawler/horseshoe/storage.(*Tx).PutPage"}, "storage"},
 		{[]string{"github.com/horseshoe-crawler/horseshoe/mirror.(*Detector).Compare"}, "mirror"},
 		{[]string{"github.com/horseshoe-crawler/horseshoe/fetch.(*Fetcher).Fetch"}, "fetch"},
-		{[]string{"github.com/horseshoe-crawler/horseshoe/internal/testweb.Start"}, "other"},
+		{[]string{"github.com/horseshoe-crawler/horseshoe/internal/loopweb.Start"}, "other"},
 		{[]string{"runtime.futex", "runtime.findRunnable", "runtime.schedule"}, "runtime/GC"},
 		{[]string{"syscall.Syscall", "os.(*File).Write", "main.main"}, "other"},
 		{[]string{"runtime.memmove", "crypto/tls.(*Conn).Read"}, "fetch"},

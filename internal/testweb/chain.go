@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 )
 
 // MirrorChain is a generated web of three sites on which a page can be
@@ -115,11 +117,11 @@ func chainPage(name, banner string, links ...string) string {
 
 // StartMirrorChain writes the chain under root and serves it; seeds are the
 // three sites' start URLs (Orig, Mirror, Other). The caller closes web.
-func StartMirrorChain(root string) (chain MirrorChain, web *Web, seeds []string, err error) {
+func StartMirrorChain(root string) (chain MirrorChain, web *loopweb.Web, seeds []string, err error) {
 	if chain, err = WriteMirrorChain(root); err != nil {
 		return chain, nil, nil, err
 	}
-	if web, err = Start(root, Options{Handler: chain.Handler}); err != nil {
+	if web, err = loopweb.Start(root, loopweb.Options{Handler: chain.Handler}); err != nil {
 		return chain, nil, nil, err
 	}
 	for _, s := range []Prefix{chain.Orig, chain.Mirror, chain.Other} {

@@ -1,3 +1,7 @@
+// Package testweb holds the test fixtures around the loopback web
+// (internal/loopweb): the shared corpus (Corpus, NeedCorpus: the real
+// 8,000-page web in ../shared, unpacked once) and the mirror chain. Only tests
+// and benchmarks link it.
 package testweb
 
 import (

@@ -3,10 +3,15 @@
 package testweb
 
 import (
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 )
 
 // corpus returns the unpacked shared corpus or skips the test.
@@ -35,7 +40,7 @@ func TestCorpus(t *testing.T) {
 // TestServeCorpus serves the real corpus and fetches every manifest prefix.
 func TestServeCorpus(t *testing.T) {
 	root, manifest := corpus(t)
-	w, err := Start(root, Options{})
+	w, err := loopweb.Start(root, loopweb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +49,25 @@ func TestServeCorpus(t *testing.T) {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	c := newClient(t)
+	c := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	t.Cleanup(c.CloseIdleConnections)
+	do := func(t *testing.T, c *http.Client, method, url string) response {
+		t.Helper()
+		req, err := http.NewRequest(method, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return response{resp.StatusCode, resp.Header, string(b)}
+	}
 	for _, e := range manifest {
 		r := do(t, c, "GET", w.URL(e.Host, e.Prefix))
 		if r.status != 200 || !strings.Contains(strings.ToLower(r.body), "<a href") {
@@ -64,4 +87,10 @@ func TestServeCorpus(t *testing.T) {
 	if r := do(t, c, "GET", w.URL("127.0.0.2", "/docs/15")); r.status != 301 || r.header.Get("Location") != "/docs/15/" {
 		t.Errorf("/docs/15: %d %q", r.status, r.header.Get("Location"))
 	}
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   string
 }

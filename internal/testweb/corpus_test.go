@@ -49,7 +49,7 @@ func TestFindShared(t *testing.T) {
 		t.Errorf("findShared with an empty $%s: %v, want ErrNoCorpus", SharedEnv, err)
 	}
 	shared := t.TempDir()
-	writeTree(t, shared, map[string]string{"corpus/web-test.tar.xz": "x"})
+	testtools.WriteTree(t, shared, map[string]string{"corpus/web-test.tar.xz": "x"})
 	t.Setenv(SharedEnv, shared)
 	if got, err := findShared(); err != nil || got != shared {
 		t.Errorf("findShared = %q, %v; want %q", got, err, shared)
@@ -62,7 +62,7 @@ func TestUnpackRace(t *testing.T) {
 	_, err := exec.LookPath("xz")
 	testtools.Require(t, err == nil, "xz", "apt-get install xz-utils (or make test-deps)")
 	src, work := t.TempDir(), t.TempDir()
-	writeTree(t, src, map[string]string{"127.0.0.2/a/index.html": "hello", "127.0.0.2/a/b.html": "->index.html"})
+	testtools.WriteTree(t, src, map[string]string{"127.0.0.2/a/index.html": "hello", "127.0.0.2/a/b.html": "->index.html"})
 	tarball := filepath.Join(work, "t.tar.xz")
 	if out, err := exec.Command("tar", "-cJf", tarball, "-C", src, ".").CombinedOutput(); err != nil {
 		t.Fatalf("tar: %v %s", err, out)

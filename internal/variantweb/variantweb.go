@@ -18,7 +18,7 @@
 // Links inside the variant follow its URL layout: every link to a page of the site is
 // rewritten to the variant's host, prefix and link style, in the form it was written in
 // (relative, absolute path or absolute URL); other links are left alone. Variant.Write
-// lays the source site and the variant out for testweb.Start; Variant.Handler serves
+// lays the source site and the variant out for loopweb.Start; Variant.Handler serves
 // extensionless URLs.
 package variantweb
 
@@ -349,7 +349,7 @@ func (v *Variant) Lookup(p string) (*Page, bool) {
 	return &v.Pages[i], true
 }
 
-// Write lays out the web for testweb.Start under dir: the source site's pages at
+// Write lays out the web for loopweb.Start under dir: the source site's pages at
 // dir/<Site.Host><Site.Prefix><rel>, byte for byte, and the variant's pages at
 // dir/<Host>/<File>. dir may already hold other hosts.
 func (v *Variant) Write(dir string) error {
@@ -376,7 +376,7 @@ func (v *Variant) Write(dir string) error {
 	return errors.Join(errs...)
 }
 
-// Handler wraps a host's handler as testweb.Options.Handler does: on the variant's host,
+// Handler wraps a host's handler as loopweb.Options.Handler does: on the variant's host,
 // an extensionless URL of a variant page is served from its .html file (nginx's
 // try_files $uri $uri.html). Other requests pass through.
 func (v *Variant) Handler(ip string, next http.Handler) http.Handler {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"unicode"
 
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
 	"github.com/horseshoe-crawler/horseshoe/parse"
 )
@@ -485,7 +486,7 @@ func TestServed(t *testing.T) {
 			if err := v.Write(dir); err != nil {
 				t.Fatal(err)
 			}
-			web, err := testweb.Start(dir, testweb.Options{Handler: v.Handler})
+			web, err := loopweb.Start(dir, loopweb.Options{Handler: v.Handler})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package testweb
+package loopweb
 
 import (
 	"bufio"

@@ -1,11 +1,10 @@
-package testweb
+package loopweb
 
 import (
 	"context"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -13,34 +12,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-// writeTree creates files under root; a value starting with "->" makes a
-// symbolic link to the rest, a name ending in "/" an empty directory.
-func writeTree(tb testing.TB, root string, tree map[string]string) {
-	tb.Helper()
-	for name, content := range tree {
-		p := filepath.Join(root, filepath.FromSlash(name))
-		if strings.HasSuffix(name, "/") {
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				tb.Fatal(err)
-			}
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			tb.Fatal(err)
-		}
-		var err error
-		if target, ok := strings.CutPrefix(content, "->"); ok {
-			err = os.Symlink(target, p)
-		} else {
-			err = os.WriteFile(p, []byte(content), 0o644)
-		}
-		if err != nil {
-			tb.Fatal(err)
-		}
-	}
-}
+	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
+)
 
 const (
 	pageHTML  = "<html><body><p>the page</p></body></html>\n"
@@ -77,7 +51,7 @@ var testTree = map[string]string{
 func startTest(tb testing.TB, o Options) (*Web, *http.Client) {
 	tb.Helper()
 	root := tb.TempDir()
-	writeTree(tb, root, testTree)
+	testtools.WriteTree(tb, root, testTree)
 	w, err := Start(root, o)
 	if err != nil {
 		tb.Fatalf("Start: %v", err)
@@ -115,7 +89,7 @@ func do(tb testing.TB, c *http.Client, method, url string) response {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	req.Header.Set("User-Agent", "testweb-test/1.0")
+	req.Header.Set("User-Agent", "loopweb-test/1.0")
 	resp, err := c.Do(req)
 	if err != nil {
 		tb.Fatalf("%s %s: %v", method, url, err)
@@ -303,7 +277,7 @@ func TestRequestLog(t *testing.T) {
 		if r.Host != call.host || r.Method != call.method || r.Path != call.path || r.Status != call.status {
 			t.Errorf("log[%d] = %+v, want %s %s %s -> %d", i, r, call.host, call.method, call.path, call.status)
 		}
-		if r.UserAgent != "testweb-test/1.0" {
+		if r.UserAgent != "loopweb-test/1.0" {
 			t.Errorf("log[%d].UserAgent = %q", i, r.UserAgent)
 		}
 		if r.Start.Before(before) || r.End.Before(r.Start) {
@@ -341,7 +315,7 @@ func TestInFlight(t *testing.T) {
 		})
 	}
 	root := t.TempDir()
-	writeTree(t, root, testTree)
+	testtools.WriteTree(t, root, testTree)
 	w, err := Start(root, Options{Handler: slow})
 	if err != nil {
 		t.Fatal(err)
@@ -409,9 +383,9 @@ func TestKeepAlive(t *testing.T) {
 
 func TestStartErrors(t *testing.T) {
 	empty := t.TempDir()
-	writeTree(t, empty, map[string]string{"notahost/": "", "10.1.2.3/": ""})
+	testtools.WriteTree(t, empty, map[string]string{"notahost/": "", "10.1.2.3/": ""})
 	full := t.TempDir()
-	writeTree(t, full, map[string]string{"127.0.0.2/": ""})
+	testtools.WriteTree(t, full, map[string]string{"127.0.0.2/": ""})
 	tests := []struct {
 		name string
 		root string

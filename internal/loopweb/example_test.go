@@ -1,15 +1,15 @@
-package testweb_test
+package loopweb_test
 
 import (
 	"fmt"
 	"io"
 	"net/http"
 
-	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
+	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 )
 
 func ExampleStart() {
-	w, err := testweb.Start("../../testdata/demo", testweb.Options{
+	w, err := loopweb.Start("../../testdata/demo", loopweb.Options{
 		Robots: map[string]string{"127.0.0.4": "User-agent: *\nDisallow: /blog/2025/\n"},
 	})
 	if err != nil {

@@ -1,5 +1,7 @@
-// Package testweb serves a directory tree as a small multi-host web on
-// loopback addresses, for the crawler's end-to-end tests and for the demo.
+// Package loopweb serves a directory tree as a small multi-host web on
+// loopback addresses: the web of `crawler demo`, and of the end-to-end tests
+// (internal/testweb holds the test fixtures around it: the shared corpus and
+// the mirror chain). It imports no test package, so the binary may link it.
 //
 // The tree has one sub-directory per host, named after the host's IPv4
 // loopback address (root/127.0.0.2/docs/index.html is served as
@@ -20,7 +22,7 @@
 // host's real port ("http://127.0.0.2:41234/guide/"). The shared corpus has
 // no such links; the demo web under testdata/demo uses them for cross-host
 // links. Options.KeepLoopbackLinks turns the rewrite off.
-package testweb
+package loopweb
 
 import (
 	"context"
@@ -111,7 +113,7 @@ type host struct {
 func Start(root string, o Options) (*Web, error) {
 	entries, err := os.ReadDir(root)
 	if err != nil {
-		return nil, fmt.Errorf("testweb: read root: %w", err)
+		return nil, fmt.Errorf("loopweb: read root: %w", err)
 	}
 	w := &Web{byIP: make(map[string]*host)}
 	for _, e := range entries {
@@ -126,20 +128,20 @@ func Start(root string, o Options) (*Web, error) {
 		r, err := os.OpenRoot(dir)
 		if err != nil {
 			w.closeRoots()
-			return nil, fmt.Errorf("testweb: open host dir: %w", err)
+			return nil, fmt.Errorf("loopweb: open host dir: %w", err)
 		}
 		h := &host{ip: e.Name(), addr: addr, root: r}
 		w.hosts = append(w.hosts, h)
 		w.byIP[h.ip] = h
 	}
 	if len(w.hosts) == 0 {
-		return nil, fmt.Errorf("testweb: no IPv4 loopback host directories in %s", root)
+		return nil, fmt.Errorf("loopweb: no IPv4 loopback host directories in %s", root)
 	}
 	slices.SortFunc(w.hosts, func(a, b *host) int { return a.addr.Compare(b.addr) })
 	var unknown []error
 	for ip := range o.Robots {
 		if _, ok := w.byIP[ip]; !ok {
-			unknown = append(unknown, fmt.Errorf("testweb: robots for %q, which is not a served host", ip))
+			unknown = append(unknown, fmt.Errorf("loopweb: robots for %q, which is not a served host", ip))
 		}
 	}
 	if len(unknown) > 0 {
@@ -152,7 +154,7 @@ func Start(root string, o Options) (*Web, error) {
 		if err != nil {
 			w.closeListeners()
 			w.closeRoots()
-			return nil, fmt.Errorf("testweb: listen on %s: %w", h.ip, err)
+			return nil, fmt.Errorf("loopweb: listen on %s: %w", h.ip, err)
 		}
 		h.ln = ln
 		h.base = "http://" + ln.Addr().String()
@@ -184,7 +186,7 @@ func Start(root string, o Options) (*Web, error) {
 			defer w.serving.Done()
 			if err := h.srv.Serve(h.ln); !errors.Is(err, http.ErrServerClosed) {
 				w.mu.Lock()
-				w.serveErr = append(w.serveErr, fmt.Errorf("testweb: serve %s: %w", h.ip, err))
+				w.serveErr = append(w.serveErr, fmt.Errorf("loopweb: serve %s: %w", h.ip, err))
 				w.mu.Unlock()
 			}
 		}()
@@ -362,7 +364,7 @@ func (w *Web) Close() error {
 						err = errors.Join(err, cerr)
 					}
 					w.mu.Lock()
-					errs = append(errs, fmt.Errorf("testweb: shut down %s: %w", h.ip, err))
+					errs = append(errs, fmt.Errorf("loopweb: shut down %s: %w", h.ip, err))
 					w.mu.Unlock()
 				}
 			}()
