@@ -119,10 +119,7 @@ func (e *Engine) redirect(tx Tx, it *frontier.Item, p *storage.Page, location st
 	if !ok {
 		return frontier.Item{}, false, nil
 	}
-	if it.Hops >= e.o.MaxRedirects {
-		p.Class, p.ErrorClass = storage.ClassError, fetch.ClassRedirect
-		p.Error = fmt.Sprintf("too many redirects: %d followed (fetch.max_redirects %d), not following HTTP %d to %s",
-			it.Hops, e.o.MaxRedirects, p.Status, cu)
+	if e.pastRedirectBound(it, p, cu) {
 		return frontier.Item{}, false, nil
 	}
 	if it.Depth > e.o.MaxDepth || !e.inScope(cu) {
@@ -132,6 +129,20 @@ func (e *Engine) redirect(tx Tx, it *frontier.Item, p *storage.Page, location st
 		return e.redirectToSelf(tx, it, p, base, location)
 	}
 	return e.enqueueItem(tx, cu, it.Depth, it.URL, false, it.Hops+1)
+}
+
+// pastRedirectBound is the one bound of every redirect chain, of pages and
+// of sitemaps: when item it has followed fetch.max_redirects hops, its 3xx
+// response p is recorded as an error of class "redirect" naming the chain's
+// length and the target cu it refused, and the redirect is not followed.
+func (e *Engine) pastRedirectBound(it *frontier.Item, p *storage.Page, cu string) bool {
+	if it.Hops < e.o.MaxRedirects {
+		return false
+	}
+	p.Class, p.ErrorClass = storage.ClassError, fetch.ClassRedirect
+	p.Error = fmt.Sprintf("too many redirects: %d followed (fetch.max_redirects %d), not following HTTP %d to %s",
+		it.Hops, e.o.MaxRedirects, p.Status, cu)
+	return true
 }
 
 // redirectTarget is the canonical URL that a 3xx response to item it names

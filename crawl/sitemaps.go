@@ -344,10 +344,7 @@ func (e *Engine) sitemapRedirect(tx Tx, it *frontier.Item, p *storage.Page, loca
 	if location == "" || err != nil {
 		return nil, nil
 	}
-	if it.Hops >= e.o.MaxRedirects {
-		p.Class, p.ErrorClass = storage.ClassError, fetch.ClassRedirect
-		p.Error = fmt.Sprintf("too many redirects: %d followed (fetch.max_redirects %d), not following HTTP %d to %s",
-			it.Hops, e.o.MaxRedirects, p.Status, cu)
+	if e.pastRedirectBound(it, p, cu) {
 		return nil, nil
 	}
 	item, ok, err := e.enqueueSitemap(tx, cu, it.Sitemap, it.Depth, it.Via, it.Hops+1)

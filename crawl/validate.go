@@ -87,7 +87,8 @@ func (o Options) Validate() error {
 		bad("max_depth must be >= 0, got %d", o.MaxDepth)
 	}
 	if o.MaxRedirects < 0 || o.MaxRedirects > maxRedirects {
-		bad("max_redirects must be between 0 and %d, got %d", maxRedirects, o.MaxRedirects)
+		// The option's home is the fetch section (fetch.max_redirects).
+		errs = append(errs, fmt.Errorf("fetch: max_redirects must be between 0 and %d, got %d", maxRedirects, o.MaxRedirects))
 	}
 	if o.SitemapMaxBytes < 0 || o.SitemapMaxBytes > MaxBodySize {
 		bad("sitemap_max_bytes must be between 1 and %d bytes (512 MiB; 0 in code: the protocol's 50 MB), got %d",
