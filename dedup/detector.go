@@ -79,7 +79,7 @@ type Detector struct {
 	super    *superIndex       // subset keys -> slot
 	sim      SimhashIndex      // nil when Simhash is off
 	cands    []uint32          // scratch, under mu
-	ranked   []rankedCand      // settle's scratch, under mu
+	ranked   []Ranked          // rank's scratch, under mu
 	probe    probeScratch      // superCandidates' working arrays (under mu)
 }
 
@@ -294,12 +294,9 @@ func (d *Detector) addLocked(id uint64, sig *Signature, usable bool, keys []uint
 
 // near looks for a verified near-duplicate, supershingle candidates first.
 func (d *Detector) near(sig *Signature, keys []uint64, settle Settler) (Decision, bool) {
-	st := settleState{fn: settle}
+	st := Settlement{Settle: settle}
 	verify := func(method string) (Decision, bool) {
-		if settle != nil {
-			return d.settle(sig, method, &st)
-		}
-		return d.verify(sig, method)
+		return st.Decide(d.rank(sig), d.opt.Samples, d.floor, d.opt.Threshold, method)
 	}
 	d.cands = d.cands[:0]
 	limit := d.opt.MaxCandidates
@@ -383,29 +380,6 @@ func (d *Detector) addCand(slot uint32) {
 		}
 	}
 	d.cands = append(d.cands, slot)
-}
-
-// verify returns the candidate with the highest estimated Jaccard, if it
-// reaches the threshold. Ties go to the smallest page id, not the earliest
-// indexed page: an index rebuilt after a restart (Add, in the store's id
-// order) then names the same original as the index the crawl built.
-func (d *Detector) verify(sig *Signature, method string) (Decision, bool) {
-	s := d.opt.Samples
-	best, bestSlot := -1, uint32(0)
-	for _, c := range d.cands {
-		eq := equalSamples(sig.Sketch, d.sketches[int(c)*s:int(c+1)*s])
-		if eq > best || (eq == best && d.ids[c] < d.ids[bestSlot]) {
-			best, bestSlot = eq, c
-		}
-	}
-	if best < 0 {
-		return Decision{}, false
-	}
-	j := float64(best) / float64(s)
-	if j < d.opt.Threshold {
-		return Decision{}, false
-	}
-	return Decision{Class: Near, Original: d.ids[bestSlot], Similarity: j, Method: method}, true
 }
 
 // IndexStats describes the memory the index holds.

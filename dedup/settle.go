@@ -132,60 +132,84 @@ func binomialPMF(n, k int, p float64) float64 {
 // settled exactly (60 of 84 at the default threshold 0.90).
 func (d *Detector) SettleFloor() int { return d.floor }
 
-// settleState is one CheckAndAddSettled call's settlements.
-type settleState struct {
-	fn   Settler
-	done [MaxSettle]uint32 // slots settled so far
-	n    int
+// Ranked is a candidate of the duplicate decision: an indexed page and the
+// number of its sketch samples equal to the page's.
+type Ranked struct {
+	Equal int
+	ID    uint64
 }
 
-func (st *settleState) settled(slot uint32) bool {
-	return slices.Contains(st.done[:st.n], slot)
+// Settlement is one page's duplicate decision over its candidates, in one
+// or more batches (the supershingle candidates, then the simhash ones; a
+// shared index's rounds): the rule above, in the one place every index
+// applies it (this package's Detector and the Redis backend's index).
+// Settle is the page's Settler; nil decides on the best estimate alone, as
+// without settlement. Each candidate is settled once, at most MaxSettle
+// per page.
+type Settlement struct {
+	Settle Settler
+	done   [MaxSettle]uint64 // candidates settled so far
+	n      int
 }
 
-type rankedCand struct {
-	eq   int
-	slot uint32
-}
-
-// settle decides d.cands with exact settlement (see the rule above).
-func (d *Detector) settle(sig *Signature, method string, st *settleState) (Decision, bool) {
-	s := d.opt.Samples
-	d.ranked = d.ranked[:0]
-	for _, c := range d.cands {
-		if eq := equalSamples(sig.Sketch, d.sketches[int(c)*s:int(c+1)*s]); eq >= d.floor {
-			d.ranked = append(d.ranked, rankedCand{eq, c})
-		}
-	}
-	slices.SortFunc(d.ranked, func(a, b rankedCand) int {
-		if c := cmp.Compare(b.eq, a.eq); c != 0 {
+// Decide applies the rule to one batch of candidates (sorted in place: most
+// equal samples first, ties to the smaller page id) out of samples samples,
+// with floor the settled band's lowest count (Detector.SettleFloor), and
+// returns the first near duplicate, found by method.
+func (st *Settlement) Decide(cands []Ranked, samples, floor int, threshold float64, method string) (Decision, bool) {
+	slices.SortFunc(cands, func(a, b Ranked) int {
+		if c := cmp.Compare(b.Equal, a.Equal); c != 0 {
 			return c
 		}
-		return cmp.Compare(d.ids[a.slot], d.ids[b.slot])
+		return cmp.Compare(a.ID, b.ID)
 	})
-	for _, r := range d.ranked {
-		if st.settled(r.slot) {
+	near := func(r Ranked, j float64, settled bool) (Decision, bool) {
+		return Decision{Class: Near, Original: r.ID, Similarity: j, Method: method, Settled: settled}, true
+	}
+	if st.Settle == nil {
+		if len(cands) > 0 {
+			if est := float64(cands[0].Equal) / float64(samples); est >= threshold {
+				return near(cands[0], est, false)
+			}
+		}
+		return Decision{}, false
+	}
+	for _, r := range cands {
+		if r.Equal < floor {
+			break // and so are the rest
+		}
+		if slices.Contains(st.done[:st.n], r.ID) {
 			continue
 		}
 		if st.n == MaxSettle {
 			break
 		}
-		st.done[st.n] = r.slot
+		st.done[st.n] = r.ID
 		st.n++
-		est := float64(r.eq) / float64(s)
-		j, ok := st.fn(d.ids[r.slot])
+		est := float64(r.Equal) / float64(samples)
+		j, ok := st.Settle(r.ID)
 		if !ok {
 			// Unreadable: the sketch rule for this candidate.
-			if est >= d.opt.Threshold {
-				return Decision{Class: Near, Original: d.ids[r.slot], Similarity: est, Method: method}, true
+			if est >= threshold {
+				return near(r, est, false)
 			}
 			continue
 		}
 		// j is a ratio of integers; a pair exactly at the threshold
 		// (540/600 = 0.90) must not fail on the last bit.
-		if j >= d.opt.Threshold-1e-12 {
-			return Decision{Class: Near, Original: d.ids[r.slot], Similarity: j, Method: method, Settled: true}, true
+		if j >= threshold-1e-12 {
+			return near(r, j, true)
 		}
 	}
 	return Decision{}, false
+}
+
+// rank lists d.cands as Ranked candidates of sig (in d.ranked).
+func (d *Detector) rank(sig *Signature) []Ranked {
+	s := d.opt.Samples
+	d.ranked = d.ranked[:0]
+	for _, c := range d.cands {
+		d.ranked = append(d.ranked, Ranked{equalSamples(sig.Sketch, d.sketches[int(c)*s:int(c+1)*s]), d.ids[c]})
+	}
+	return d.ranked
 }

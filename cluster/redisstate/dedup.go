@@ -75,19 +75,24 @@ type Candidate struct {
 	Simhash uint64
 }
 
+// Equal is the number of sketch samples that agree on their low byte.
+func (cd Candidate) Equal(sketch []uint64) int {
+	eq := 0
+	for i := range min(len(sketch), len(cd.Sketch)) {
+		if byte(sketch[i]) == cd.Sketch[i] {
+			eq++
+		}
+	}
+	return eq
+}
+
 // Estimate is the fraction of sketch samples that agree on their low byte.
 func (cd Candidate) Estimate(sketch []uint64) float64 {
 	n := min(len(sketch), len(cd.Sketch))
 	if n == 0 {
 		return 0
 	}
-	eq := 0
-	for i := 0; i < n; i++ {
-		if byte(sketch[i]) == cd.Sketch[i] {
-			eq++
-		}
-	}
-	return float64(eq) / float64(n)
+	return float64(cd.Equal(sketch)) / float64(n)
 }
 
 // Result is one check-and-add's outcome: Added, or an exact duplicate of

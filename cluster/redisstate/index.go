@@ -2,7 +2,6 @@ package redisstate
 
 import (
 	"context"
-	"sort"
 
 	"github.com/redis/go-redis/v9"
 
@@ -134,10 +133,10 @@ func (x *Index) CheckAndAddPrefetch(ctx context.Context, tx crawl.Tx, r crawl.Pa
 // decideFrom decides pg by the script's rounds (the first one's result
 // first, when sent already) and the detector's rule.
 func (x *Index) decideFrom(ctx context.Context, pg *IndexPage, settle dedup.Settler, first *Result) (dedup.Decision, error) {
-	settled := 0
+	st := dedup.Settlement{Settle: settle}
 	var dec dedup.Decision
 	rule := func(cands []Candidate) (uint64, bool) {
-		d, ok := x.decide(pg, cands, settle, &settled)
+		d, ok := x.decide(pg, cands, &st)
 		dec = d
 		return d.Original, ok
 	}
@@ -153,51 +152,14 @@ func (x *Index) decideFrom(ctx context.Context, pg *IndexPage, settle dedup.Sett
 	return dedup.Decision{Class: dedup.Unique}, nil
 }
 
-// decide applies the detector's rule to one batch of candidates.
-func (x *Index) decide(pg *IndexPage, cands []Candidate, settle dedup.Settler, settled *int) (dedup.Decision, bool) {
-	n := len(pg.Sketch)
-	type ranked struct {
-		Candidate
-		eq int
-	}
-	rs := make([]ranked, 0, len(cands))
+// decide applies the detector's rule (dedup.Settlement) to one batch of
+// candidates.
+func (x *Index) decide(pg *IndexPage, cands []Candidate, st *dedup.Settlement) (dedup.Decision, bool) {
+	rs := make([]dedup.Ranked, 0, len(cands))
 	for _, cd := range cands {
-		rs = append(rs, ranked{cd, int(cd.Estimate(pg.Sketch)*float64(n) + 0.5)})
+		rs = append(rs, dedup.Ranked{Equal: cd.Equal(pg.Sketch), ID: cd.ID})
 	}
-	sort.Slice(rs, func(i, j int) bool {
-		if rs[i].eq != rs[j].eq {
-			return rs[i].eq > rs[j].eq
-		}
-		return rs[i].ID < rs[j].ID
-	})
-	near := func(r ranked, j float64, settledJ bool) (dedup.Decision, bool) {
-		return dedup.Decision{Class: dedup.Near, Original: r.ID, Similarity: j,
-			Method: dedup.MethodSupershingle, Settled: settledJ}, true
-	}
-	for _, r := range rs {
-		est := float64(r.eq) / float64(n)
-		if settle == nil {
-			if est >= x.opt.Threshold {
-				return near(r, est, false)
-			}
-			break // the best estimate is below the threshold
-		}
-		if r.eq < x.floor || *settled >= dedup.MaxSettle {
-			break
-		}
-		*settled++
-		j, ok := settle(r.ID)
-		if !ok {
-			if est >= x.opt.Threshold {
-				return near(r, est, false)
-			}
-			continue
-		}
-		if j >= x.opt.Threshold {
-			return near(r, j, true)
-		}
-	}
-	return dedup.Decision{}, false
+	return st.Decide(rs, len(pg.Sketch), x.floor, x.opt.Threshold, dedup.MethodSupershingle)
 }
 
 // Add indexes sig under id unless its exact fingerprint is indexed (the
