@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sort"
 	"sync"
 	"time"
@@ -483,7 +482,7 @@ func (f *Frontier) Release(it *Item, o Outcome) (requeued bool) {
 	if o.Blocked {
 		h.failures++
 		if h.failures >= f.opts.MaxFailures || o.GiveUp {
-			f.giveUp(h, blockedReason(h.failures, o))
+			f.giveUp(h, GiveUpReason(h.failures, o))
 			// The engine records nothing for a blocked item: hand it over.
 			g := &f.giveUps[len(f.giveUps)-1]
 			g.Items = append([]Item{*it}, g.Items...)
@@ -492,27 +491,14 @@ func (f *Frontier) Release(it *Item, o Outcome) (requeued bool) {
 	}
 	if o.Requested {
 		h.lastResp = o.ResponseTime
-		gap := f.opts.Delay
-		if h.crawlDelay > gap {
-			gap = h.crawlDelay
-		}
-		if f.opts.AdaptiveFactor > 0 {
-			if a := time.Duration(f.opts.AdaptiveFactor * float64(o.ResponseTime)); a > gap {
-				gap = min(a, f.opts.MaxDelay)
-			}
-		}
-		next := now.Add(gap)
-		if o.Failed || o.Status == 429 || o.Status == 503 {
+		next := now.Add(f.opts.Gap(h.crawlDelay, o.ResponseTime))
+		if o.BacksOff() {
 			h.failures++
-			back := f.backoff(h.failures)
-			if o.RetryAfter > back {
-				back = min(o.RetryAfter, f.opts.BackoffMax)
-			}
-			if t := now.Add(back); t.After(next) {
+			if t := now.Add(f.opts.Backoff(h.failures, o.RetryAfter)); t.After(next) {
 				next = t
 			}
 			if h.failures >= f.opts.MaxFailures {
-				f.giveUp(h, fmt.Sprintf("%d consecutive failures (last status %d)", h.failures, o.Status))
+				f.giveUp(h, GiveUpReason(h.failures, o))
 			} else if o.Status == 429 || o.Status == 503 {
 				o.Requeue = true
 			}
@@ -525,7 +511,7 @@ func (f *Frontier) Release(it *Item, o Outcome) (requeued bool) {
 	}
 	if o.Requeue && !h.dead {
 		it2 := *it
-		if o.Requested && (o.Status == 429 || o.Status == 503 || o.Failed) {
+		if o.BacksOff() {
 			it2.Tries++
 		}
 		h.head = append([]Item{it2}, h.head...)
@@ -548,31 +534,6 @@ func (f *Frontier) fixShared(h *hostState, p *politeState) {
 		return
 	}
 	heap.Init(&f.ready)
-}
-
-func (f *Frontier) backoff(failures int) time.Duration {
-	d := f.opts.BackoffBase
-	for i := 1; i < failures && d < f.opts.BackoffMax; i++ {
-		d *= 2
-	}
-	d = min(d, f.opts.BackoffMax)
-	// Full jitter on the upper half, so hosts do not retry in lockstep.
-	half := d / 2
-	if half > 0 {
-		d = half + time.Duration(rand.Int64N(int64(half)+1))
-	}
-	return d
-}
-
-// blockedReason is the give-up reason of a host blocked failures times in a row.
-func blockedReason(failures int, o Outcome) string {
-	switch {
-	case o.GiveUp && o.Reason != "":
-		return o.Reason
-	case o.Reason != "":
-		return fmt.Sprintf("robots.txt unavailable %d times in a row, last: %s", failures, o.Reason)
-	}
-	return fmt.Sprintf("robots.txt unavailable %d times in a row", failures)
 }
 
 func (f *Frontier) giveUp(h *hostState, reason string) {

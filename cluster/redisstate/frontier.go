@@ -883,18 +883,9 @@ func (f *Frontier) Release(it *frontier.Item, o frontier.Outcome) (requeued bool
 	}
 	if o.Requested {
 		hs.lastResp = o.ResponseTime
-		gap = max(f.o.Delay, hs.crawlDelay)
-		if f.o.AdaptiveFactor > 0 {
-			if a := time.Duration(f.o.AdaptiveFactor * float64(o.ResponseTime)); a > gap {
-				gap = min(a, f.o.MaxDelay)
-			}
-		}
-		if o.Failed || o.Status == 429 || o.Status == 503 {
-			back := backoff(f.o, hs.failures)
-			if o.RetryAfter > back {
-				back = min(o.RetryAfter, f.o.BackoffMax)
-			}
-			gap = max(gap, back)
+		gap = f.o.Gap(hs.crawlDelay, o.ResponseTime)
+		if o.BacksOff() {
+			gap = max(gap, f.o.Backoff(hs.failures, o.RetryAfter))
 			if fl != nil && fl.gaveUp {
 				f.giveUpLocked(it.Host, fl.reason, nil)
 			} else if o.Status == 429 || o.Status == 503 {
@@ -927,7 +918,7 @@ func (f *Frontier) Release(it *frontier.Item, o frontier.Outcome) (requeued bool
 	}
 	if o.Requeue && !dead {
 		it2 := *it
-		if o.Requested && (o.Status == 429 || o.Status == 503 || o.Failed) {
+		if o.BacksOff() {
 			it2.Tries++
 		}
 		ok, err := f.m.putBackUnder(ctx, l.token, &it2, l.raw, true)
@@ -963,18 +954,6 @@ func laterOf(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-func backoff(o frontier.Options, failures int) time.Duration {
-	d := o.BackoffBase
-	for i := 1; i < failures && d < o.BackoffMax; i++ {
-		d *= 2
-	}
-	d = min(d, o.BackoffMax)
-	if half := d / 2; half > 0 {
-		d = half + time.Duration(rand.Int64N(int64(half)+1))
-	}
-	return d
 }
 
 // giveUpLocked marks host given up here (what its queue holds is drained:

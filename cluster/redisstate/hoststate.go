@@ -89,7 +89,7 @@ func (f *Frontier) fail(ctx context.Context, host string, local int, o frontier.
 	now := o.Blocked && o.GiveUp
 	// The reason if this call gives the host up: at max_failures exactly
 	// (the count grows by one a call), or now.
-	reason := failedReason(f.o.MaxFailures, o)
+	reason := frontier.GiveUpReason(f.o.MaxFailures, o)
 	v, err := f.c.run(ctx, "host failure", failScript, []string{f.c.hostFailKey(p)},
 		host, f.o.MaxFailures, btoi(now), giveUpValue(frontier.GiveUp{Reason: reason, Blocked: o.Blocked}))
 	r, ok := v.([]any)
@@ -97,7 +97,7 @@ func (f *Frontier) fail(ctx context.Context, host string, local int, o frontier.
 		f.logger.Warn("cannot count a host's failure crawl-wide (counted here)", "host", host, "err", err)
 		n := local + 1
 		return hostFailure{failures: n, gaveUp: n >= f.o.MaxFailures || now, dead: n >= f.o.MaxFailures || now,
-			reason: failedReason(n, o)}
+			reason: frontier.GiveUpReason(n, o)}
 	}
 	n, _ := r[0].(int64)
 	if n < 0 {
@@ -105,15 +105,6 @@ func (f *Frontier) fail(ctx context.Context, host string, local int, o frontier.
 	}
 	gave := r[1] == int64(1)
 	return hostFailure{failures: int(n), gaveUp: gave, dead: gave, reason: reason}
-}
-
-// failedReason is the give-up reason of a host after failures of which o is
-// the last (as the local frontier words it).
-func failedReason(failures int, o frontier.Outcome) string {
-	if o.Blocked {
-		return blockedReason(failures, o)
-	}
-	return fmt.Sprintf("%d consecutive failures (last status %d)", failures, o.Status)
 }
 
 // succeeded ends host's run of failures crawl-wide (a round trip only after
@@ -146,7 +137,7 @@ func (c *Crawl) HostFailures(ctx context.Context, host string) (int, bool, error
 // countFailure counts o's failure of host crawl-wide (nil: o is none), or
 // ends host's run of failures after a request that did not fail.
 func (f *Frontier) countFailure(ctx context.Context, host string, o frontier.Outcome) *hostFailure {
-	failed := o.Blocked || (o.Requested && (o.Failed || o.Status == 429 || o.Status == 503))
+	failed := o.Blocked || o.BacksOff()
 	f.mu.Lock()
 	local := f.host(host).failures
 	f.mu.Unlock()
@@ -158,16 +149,4 @@ func (f *Frontier) countFailure(ctx context.Context, host string, o frontier.Out
 	}
 	r := f.fail(ctx, host, local, o)
 	return &r
-}
-
-// blockedReason is the give-up reason of a host whose robots.txt stayed
-// unavailable (as the local frontier words it).
-func blockedReason(failures int, o frontier.Outcome) string {
-	switch {
-	case o.GiveUp && o.Reason != "":
-		return o.Reason
-	case o.Reason != "":
-		return fmt.Sprintf("robots.txt unavailable %d times in a row, last: %s", failures, o.Reason)
-	}
-	return fmt.Sprintf("robots.txt unavailable %d times in a row", failures)
 }
