@@ -59,6 +59,8 @@ func newCollector(botName string, volatile bool) *collector {
 
 // reset empties c for a new page, keeping its buffers.
 func (c *collector) reset(botName string, volatile bool) {
+	clear(c.links)
+	clear(c.urlRefs)
 	*c = collector{
 		bot:      strings.ToLower(strings.TrimSpace(botName)),
 		volatile: volatile,

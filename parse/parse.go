@@ -105,12 +105,32 @@ func Parse(body []byte, pageURL *url.URL, opts Options) (*Document, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	if doc, ok := parseStream(body, page, opts); ok {
+		return doc, nil
+	}
+	return parseTree(body, page, opts), nil
+}
+
+// parseStream reads body in one streaming pass over its tokens (stream.go). It
+// reports false, having done nothing, for a page whose tree the pass cannot follow.
+func parseStream(body []byte, page *whatwgurl.URL, opts Options) (*Document, bool) {
+	s, ok := streamCollect(body, opts.BotName)
+	if !ok {
+		return nil, false
+	}
+	doc := s.c.document(page, opts)
+	s.release()
+	return doc, true
+}
+
+// parseTree reads body with the HTML5 parser's tree and a walk over it.
+func parseTree(body []byte, page *whatwgurl.URL, opts Options) *Document {
 	gq, err := goquery.NewDocumentFromReader(bytes.NewReader(body))
 	if err != nil {
 		// The only failure of the HTML5 parser on in-memory input is its nesting limit.
 		gq = goquery.NewDocumentFromNode(shallowTree(body, maxFallbackDepth))
 	}
-	return extract(gq, page, opts), nil
+	return extract(gq, page, opts)
 }
 
 // extract walks the parsed tree once and assembles the Document.
