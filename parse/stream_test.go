@@ -42,6 +42,11 @@ func diffStreamTree(t testing.TB, body []byte, pageURL string) bool {
 // streaming pass either gives up or yields exactly the tree's Document. The share of
 // pages that go to the tree is logged.
 func TestStreamMatchesTreeOnCorpus(t *testing.T) {
+	if raceEnabled {
+		// About 18 s of CPU without the race detector, five times that with it; the
+		// race tier runs TestParseConcurrent and the hand-written cases instead.
+		t.Skip("the corpus differential is too slow under the race detector")
+	}
 	root, _ := testweb.NeedCorpus(t)
 	var files []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
