@@ -1,10 +1,18 @@
 package parse
 
 import (
+	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
+	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
+	"github.com/horseshoe-crawler/horseshoe/internal/whatwgurl"
 )
 
 // benchTexts are the inputs of BenchmarkTokenize: plain English ASCII prose, the same
@@ -76,5 +84,125 @@ func BenchmarkBuildRuneTable(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		buildRuneTable()
+	}
+}
+
+// corpusSample returns every 16th HTML page of the shared corpus (in path order) with
+// its URL: a fixed sample of real pages for BenchmarkParseCorpus.
+func corpusSample(b *testing.B) (bodies [][]byte, urls []*whatwgurl.URL) {
+	root, _ := testweb.NeedCorpus(b)
+	var files []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".html") {
+			files = append(files, path)
+		}
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < len(files); i += 16 {
+		body, err := os.ReadFile(files[i])
+		if err != nil {
+			b.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, files[i])
+		u, err := whatwgurl.Parse("http://" + filepath.ToSlash(rel))
+		if err != nil {
+			b.Fatal(err)
+		}
+		bodies = append(bodies, body)
+		urls = append(urls, u)
+	}
+	return bodies, urls
+}
+
+// BenchmarkParseCorpus compares the two ways of reading a page on a fixed sample of
+// the corpus: tree (the HTML5 parser's tree and a walk, as Parse did before issue 29
+// and still does where the stream gives up) and stream (Parse: the streaming pass,
+// with its fallback). One op is the whole sample; ns/page is wall time per page,
+// cpu-ns/page the parsing thread's own CPU time per page (testtools.OwnCPU: steadier
+// than wall time on a shared machine; the collector's background marking is left out).
+//
+//	go test -run '^$' -bench 'ParseCorpus' -count 6 ./parse/
+func BenchmarkParseCorpus(b *testing.B) {
+	bodies, urls := corpusSample(b)
+	var size int64
+	for _, body := range bodies {
+		size += int64(len(body))
+	}
+	opts := Options{BotName: "horseshoe"}
+	for _, bc := range []struct {
+		name  string
+		parse func(body []byte, u *whatwgurl.URL)
+	}{
+		{"tree", func(body []byte, u *whatwgurl.URL) { parseTree(body, u, opts) }},
+		{"stream", func(body []byte, u *whatwgurl.URL) {
+			if _, ok := parseStream(body, u, opts); !ok {
+				parseTree(body, u, opts)
+			}
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(size)
+			b.ReportAllocs()
+			var cpu time.Duration
+			for b.Loop() {
+				c, _ := testtools.OwnCPU(func() {
+					for i, body := range bodies {
+						bc.parse(body, urls[i])
+					}
+				})
+				cpu += c
+			}
+			pages := float64(b.N * len(bodies))
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/pages, "ns/page")
+			b.ReportMetric(float64(cpu.Nanoseconds())/pages, "cpu-ns/page")
+		})
+	}
+}
+
+// allocBudgetPerPage bounds the heap allocations of Parse per page, averaged over the
+// golden pages (testdata/*.html, including the two the streaming pass leaves to the
+// tree). Measured: 747 allocations (about 103 KB) per page (go1.26, amd64, at
+// -benchtime 1x and at the default); the tree path alone makes about 2.2 times as
+// many on the corpus sample of BenchmarkParseCorpus. The budget leaves a third more
+// for other Go versions and platforms.
+const allocBudgetPerPage = 1000
+
+// BenchmarkParseAllocs reports Parse's allocations and bytes per golden page and fails
+// when the allocations exceed allocBudgetPerPage.
+func BenchmarkParseAllocs(b *testing.B) {
+	bodies := make([][]byte, len(goldenPages))
+	urls := make([]*url.URL, len(goldenPages))
+	for i, gp := range goldenPages {
+		body, err := os.ReadFile(filepath.Join("testdata", gp.file))
+		if err != nil {
+			b.Fatal(err)
+		}
+		bodies[i], urls[i] = body, mustURL(b, gp.url)
+	}
+	parseAll := func() {
+		for i, gp := range goldenPages {
+			if _, err := Parse(bodies[i], urls[i], gp.opts); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	parseAll() // warm the pool and the one-time tables
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	for b.Loop() {
+		parseAll()
+	}
+	b.StopTimer()
+	runtime.ReadMemStats(&after)
+	pages := float64(b.N * len(goldenPages))
+	allocs := float64(after.Mallocs-before.Mallocs) / pages
+	b.ReportMetric(allocs, "allocs/page")
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/pages, "B/page")
+	if allocs > allocBudgetPerPage {
+		b.Fatalf("%.0f allocations per page, budget %d", allocs, allocBudgetPerPage)
 	}
 }

@@ -68,7 +68,7 @@ func TestGolden(t *testing.T) {
 }
 
 // diffDocs reports the fields of got that differ from want, readably.
-func diffDocs(t *testing.T, got, want *Document) {
+func diffDocs(t testing.TB, got, want *Document) {
 	t.Helper()
 	for _, f := range []struct {
 		name      string

@@ -14,8 +14,6 @@ import (
 	"strings"
 
 	"github.com/PuerkitoBio/goquery"
-	"golang.org/x/net/html"
-	"golang.org/x/net/html/atom"
 
 	"github.com/horseshoe-crawler/horseshoe/internal/whatwgurl"
 )
@@ -107,54 +105,77 @@ func Parse(body []byte, pageURL *url.URL, opts Options) (*Document, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	if doc, ok := parseStream(body, page, opts); ok {
+		return doc, nil
+	}
+	return parseTree(body, page, opts), nil
+}
+
+// parseStream reads body in one streaming pass over its tokens (stream.go). It
+// reports false, having done nothing, for a page whose tree the pass cannot follow.
+func parseStream(body []byte, page *whatwgurl.URL, opts Options) (*Document, bool) {
+	s, ok := streamCollect(body, opts.BotName)
+	if !ok {
+		return nil, false
+	}
+	doc := s.c.document(page, opts)
+	s.release()
+	return doc, true
+}
+
+// parseTree reads body with the HTML5 parser's tree and a walk over it.
+func parseTree(body []byte, page *whatwgurl.URL, opts Options) *Document {
 	gq, err := goquery.NewDocumentFromReader(bytes.NewReader(body))
 	if err != nil {
 		// The only failure of the HTML5 parser on in-memory input is its nesting limit.
 		gq = goquery.NewDocumentFromNode(shallowTree(body, maxFallbackDepth))
 	}
-	return extract(gq, page, opts), nil
+	return extract(gq, page, opts)
 }
 
 // extract walks the parsed tree once and assembles the Document.
 func extract(gq *goquery.Document, pageURL *whatwgurl.URL, opts Options) *Document {
-	w := walker{bot: strings.ToLower(strings.TrimSpace(opts.BotName))}
-	w.anchor.max = MaxLinkText + 4
+	c := newCollector(opts.BotName, false)
 	for _, root := range gq.Nodes {
-		w.walk(root)
+		walk(c, root)
 	}
+	return c.document(pageURL, opts)
+}
 
+// document assembles the Document from what c collected.
+func (c *collector) document(pageURL *whatwgurl.URL, opts Options) *Document {
 	base := pageURL
-	if w.baseHref != nil {
+	if c.baseHref != nil {
 		// A <base href> that does not parse or is not http(s) is ignored.
-		if b, ok := resolveURL(pageURL, *w.baseHref); ok {
+		if b, ok := resolveURL(pageURL, *c.baseHref); ok {
 			base = b
 		}
 	}
 	doc := &Document{
-		Title:    w.title,
-		Lang:     w.lang,
+		Title:    c.title,
+		Lang:     c.lang,
 		BaseURL:  base.Href(true),
-		NoIndex:  w.noindex,
-		NoFollow: w.nofollow,
-		Text:     w.text.String(),
+		NoIndex:  c.noindex,
+		NoFollow: c.nofollow,
+		Text:     c.text.String(),
 	}
-	if w.canonical != nil {
-		if u, ok := resolve(base, *w.canonical); ok {
+	if c.canonical != nil {
+		if u, ok := resolve(base, *c.canonical); ok {
 			doc.Canonical = u
 		}
 	}
-	if w.refresh != nil {
-		if u, ok := resolve(base, *w.refresh); ok {
+	if c.refresh != nil {
+		if u, ok := resolve(base, *c.refresh); ok {
 			doc.Refresh = u
 		}
 	}
-	doc.Links = resolveLinks(base, w.links)
+	doc.Links = resolveLinks(base, c.links)
 	var toks []string
 	if opts.TitleTokens {
 		toks = tokenize(nil, doc.Title, opts.MaxTokens)
 	}
 	if opts.URLTokens {
-		doc.Tokens = tokensWithURLs(toks, doc.Text, base, w.urlRefs, opts.MaxTokens)
+		doc.Tokens = tokensWithURLs(toks, doc.Text, base, c.urlRefs, opts.MaxTokens)
 	} else {
 		doc.Tokens = tokenize(toks, doc.Text, opts.MaxTokens)
 	}
@@ -236,216 +257,6 @@ func resolveLinks(base *whatwgurl.URL, raw []rawLink) []Link {
 	return links
 }
 
-// walker collects everything Parse needs in a single pass over the tree.
-type walker struct {
-	bot string
-
-	title     string
-	titleSeen bool
-	lang      string
-	langSeen  bool
-	baseHref  *string
-	canonical *string
-	refresh   *string
-	noindex   bool
-	nofollow  bool
-
-	text    textSink  // visible text
-	links   []rawLink // in document order
-	urlRefs []urlRef  // a[href] and img[src] values, for URL tokens
-
-	hidden    *html.Node // outermost element whose content is not visible, if any
-	raw       *html.Node // outermost element whose content is not text at all (script, style), if any
-	anchor    textSink   // text of the current outermost <a>
-	anchorTop *html.Node // the outermost open <a>, if any
-	anchorIdx int        // index in links of anchorTop's link, or -1
-}
-
-// walk visits the subtree of root in document order without recursion: it follows the
-// FirstChild/NextSibling/Parent pointers, so neither a deep tree nor a wide one can
-// exhaust the stack, and no auxiliary stack is needed.
-func (w *walker) walk(root *html.Node) {
-	n := root
-	for {
-		if w.enter(n) && n.FirstChild != nil {
-			n = n.FirstChild
-			continue
-		}
-		for {
-			w.leave(n)
-			if n == root {
-				return
-			}
-			if n.NextSibling != nil {
-				n = n.NextSibling
-				break
-			}
-			n = n.Parent
-		}
-	}
-}
-
-// enter handles the start of n and reports whether its children should be visited.
-func (w *walker) enter(n *html.Node) bool {
-	switch n.Type {
-	case html.TextNode:
-		if w.raw != nil {
-			return false
-		}
-		if w.hidden == nil {
-			w.text.write(n.Data)
-		}
-		if w.anchorTop != nil {
-			w.anchor.write(n.Data)
-		}
-		return false
-	case html.ElementNode:
-		w.element(n)
-		return true
-	case html.DocumentNode:
-		return true
-	default: // comments, doctypes
-		return false
-	}
-}
-
-// leave handles the end of n.
-func (w *walker) leave(n *html.Node) {
-	if n.Type != html.ElementNode {
-		return
-	}
-	if isBlock(n) {
-		w.text.boundary()
-		w.anchor.boundary()
-	}
-	if n == w.hidden {
-		w.hidden = nil
-	}
-	if n == w.raw {
-		w.raw = nil
-	}
-	if n == w.anchorTop {
-		if w.anchorIdx >= 0 {
-			w.links[w.anchorIdx].text = truncateUTF8(w.anchor.String(), MaxLinkText)
-		}
-		w.anchorTop = nil
-		w.anchor.reset()
-	}
-}
-
-// element handles the start tag of n.
-func (w *walker) element(n *html.Node) {
-	if isBlock(n) {
-		w.text.boundary()
-		w.anchor.boundary()
-	}
-	if w.hidden == nil && isHidden(n) {
-		w.hidden = n
-	}
-	if w.raw == nil && isRaw(n) {
-		w.raw = n
-	}
-	if n.Namespace != "" {
-		return
-	}
-	switch n.DataAtom {
-	case atom.Html:
-		if !w.langSeen {
-			w.langSeen = true
-			if v, ok := attr(n, "lang"); ok {
-				w.lang = strings.ToLower(strings.TrimSpace(v))
-			}
-		}
-	case atom.Title:
-		if !w.titleSeen {
-			w.titleSeen = true
-			w.title = collapse(childText(n))
-		}
-	case atom.Base:
-		if v, ok := attr(n, "href"); ok && w.baseHref == nil {
-			w.baseHref = &v
-		}
-	case atom.Meta:
-		w.meta(n)
-	case atom.A:
-		if v, ok := attr(n, "href"); ok {
-			w.urlRefs = append(w.urlRefs, urlRef{v, len(w.text.b)})
-			if w.anchorTop == nil {
-				w.anchorTop = n
-				w.anchorIdx = len(w.links)
-			}
-			w.addLink(n, v, "a")
-		}
-	case atom.Area:
-		if v, ok := attr(n, "href"); ok {
-			w.addLink(n, v, "area")
-		}
-	case atom.Link:
-		w.linkElement(n)
-	case atom.Iframe, atom.Frame:
-		if v, ok := attr(n, "src"); ok {
-			w.addLink(n, v, n.Data)
-		}
-	case atom.Img:
-		if v, ok := attr(n, "src"); ok {
-			w.urlRefs = append(w.urlRefs, urlRef{v, len(w.text.b)})
-		}
-	}
-}
-
-// addLink records a raw link; its anchor text is filled in when an <a> ends.
-func (w *walker) addLink(n *html.Node, href, tag string) {
-	rel, _ := attr(n, "rel")
-	w.links = append(w.links, rawLink{
-		href: href,
-		tag:  tag,
-		rel:  strings.Join(strings.Fields(strings.ToLower(rel)), " "),
-	})
-}
-
-// linkElement handles <link>: rel=canonical sets the canonical URL; rel alternate, next
-// or prev (without stylesheet or icon) is an outgoing link.
-func (w *walker) linkElement(n *html.Node) {
-	href, ok := attr(n, "href")
-	if !ok {
-		return
-	}
-	rel, _ := attr(n, "rel")
-	rel = strings.ToLower(rel)
-	if w.canonical == nil && hasToken(rel, "canonical") {
-		w.canonical = &href
-	}
-	if hasToken(rel, "stylesheet") || hasToken(rel, "icon") {
-		return
-	}
-	if hasToken(rel, "alternate") || hasToken(rel, "next") || hasToken(rel, "prev") {
-		w.addLink(n, href, "link")
-	}
-}
-
-// meta handles <meta name="robots">, <meta name=BotName> and the first
-// <meta http-equiv=refresh> that names a URL.
-func (w *walker) meta(n *html.Node) {
-	if equiv, ok := attr(n, "http-equiv"); ok && w.refresh == nil && strings.EqualFold(strings.TrimSpace(equiv), "refresh") {
-		content, _ := attr(n, "content")
-		if target, ok := refreshURL(content); ok {
-			w.refresh = &target
-		}
-	}
-	name, ok := attr(n, "name")
-	if !ok {
-		return
-	}
-	name = strings.ToLower(strings.TrimSpace(name))
-	if name != "robots" && (w.bot == "" || name != w.bot) {
-		return
-	}
-	content, _ := attr(n, "content")
-	noindex, nofollow := RobotsDirectives(content, w.bot)
-	w.noindex = w.noindex || noindex
-	w.nofollow = w.nofollow || nofollow
-}
-
 // refreshURL extracts the URL of a meta refresh content value such as
 // "0; url=https://example.com/" or "5,URL='/next'". It reports false if there is none.
 func refreshURL(content string) (string, bool) {
@@ -473,107 +284,12 @@ func refreshURL(content string) (string, bool) {
 	return s, s != ""
 }
 
-// attr returns the value of the attribute key (lower case) of n.
-func attr(n *html.Node, key string) (string, bool) {
-	for _, a := range n.Attr {
-		if a.Namespace == "" && a.Key == key {
-			return a.Val, true
-		}
-	}
-	return "", false
-}
-
-// childText concatenates the text children of n (the content of a <title>).
-func childText(n *html.Node) string {
-	if c := n.FirstChild; c != nil && c.NextSibling == nil && c.Type == html.TextNode {
-		return c.Data
-	}
-	var b strings.Builder
-	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		if c.Type == html.TextNode {
-			b.WriteString(c.Data)
-		}
-	}
-	return b.String()
-}
-
 // hasToken reports whether the space-separated list s contains tok (s already lower case).
 func hasToken(s, tok string) bool {
 	for f := range strings.FieldsSeq(s) {
 		if f == tok {
 			return true
 		}
-	}
-	return false
-}
-
-// isRaw reports whether the content of n is never text a reader sees, wherever it is.
-func isRaw(n *html.Node) bool {
-	switch n.Data {
-	case "script", "style", "template", "noscript", "noembed", "noframes", "iframe", "title":
-		return true
-	}
-	return false
-}
-
-// isHidden reports whether n and its subtree are not rendered: the head, <datalist>, the
-// raw-content elements, a hidden attribute, or an inline style with display:none.
-func isHidden(n *html.Node) bool {
-	if n.Namespace == "" {
-		switch n.DataAtom {
-		case atom.Head, atom.Datalist:
-			return true
-		}
-	}
-	if isRaw(n) {
-		return true
-	}
-	for _, a := range n.Attr {
-		switch a.Key {
-		case "hidden":
-			return true
-		case "style":
-			if displayNone(a.Val) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// displayNone reports whether an inline style declares display:none.
-func displayNone(style string) bool {
-	for decl := range strings.SplitSeq(style, ";") {
-		prop, val, ok := strings.Cut(decl, ":")
-		if !ok || !strings.EqualFold(strings.TrimSpace(prop), "display") {
-			continue
-		}
-		val = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(val), "!important"))
-		if strings.EqualFold(val, "none") {
-			return true
-		}
-	}
-	return false
-}
-
-// isBlock reports whether n separates words: block-level and table elements, line
-// breaks and form controls. Inline elements (b, span, a, ...) do not.
-func isBlock(n *html.Node) bool {
-	if n.Namespace != "" {
-		return false
-	}
-	switch n.DataAtom {
-	case atom.Address, atom.Article, atom.Aside, atom.Blockquote, atom.Body, atom.Br,
-		atom.Button, atom.Caption, atom.Center, atom.Dd, atom.Details, atom.Dialog,
-		atom.Dir, atom.Div, atom.Dl, atom.Dt, atom.Fieldset, atom.Figcaption, atom.Figure,
-		atom.Footer, atom.Form, atom.Frame, atom.Frameset, atom.H1, atom.H2, atom.H3,
-		atom.H4, atom.H5, atom.H6, atom.Header, atom.Hgroup, atom.Hr, atom.Html,
-		atom.Iframe, atom.Input, atom.Legend, atom.Li, atom.Listing, atom.Main,
-		atom.Menu, atom.Nav, atom.Ol, atom.Optgroup, atom.Option, atom.P, atom.Plaintext,
-		atom.Pre, atom.Section, atom.Select, atom.Summary, atom.Table, atom.Tbody,
-		atom.Td, atom.Textarea, atom.Tfoot, atom.Th, atom.Thead, atom.Tr, atom.Ul,
-		atom.Xmp, atom.Video, atom.Audio, atom.Canvas, atom.Object, atom.Embed, atom.Svg:
-		return true
 	}
 	return false
 }
