@@ -42,6 +42,9 @@ func diffStreamTree(t testing.TB, body []byte, pageURL string) bool {
 // streaming pass either gives up or yields exactly the tree's Document. The share of
 // pages that go to the tree is logged.
 func TestStreamMatchesTreeOnCorpus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the end-to-end tier's: every page of the shared corpus (about 18 s of CPU)")
+	}
 	if raceEnabled {
 		// About 18 s of CPU without the race detector, five times that with it; the
 		// race tier runs TestParseConcurrent and the hand-written cases instead.
