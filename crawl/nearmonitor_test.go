@@ -1,0 +1,208 @@
+package crawl_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/horseshoe-crawler/horseshoe/configs"
+	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
+	"github.com/horseshoe-crawler/horseshoe/mirror"
+)
+
+// twoVersions is a generated family: two versions of a site of n pages
+// (/p0.html ... under an index), where a fraction f of the pages below the
+// index changed between the versions. An unchanged page differs only in a
+// footer (a near-duplicate, J about 0.97); a changed page shares no text
+// with its other version. Pages link back to the index only, so a page is
+// reached through the index alone.
+type twoVersions struct {
+	n       int
+	changed map[int]bool
+}
+
+func newTwoVersions(rng *rand.Rand, n int, f float64) twoVersions {
+	v := twoVersions{n: n, changed: map[int]bool{}}
+	k := int(f*float64(n) + 0.5)
+	for _, i := range rng.Perm(n)[:k] {
+		v.changed[i] = true
+	}
+	return v
+}
+
+// versionPage is a page of 300 words named by title, and a footer naming
+// the version.
+func versionPage(title, version string, links ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "<!doctype html><html><head><title>%s</title></head><body><h1>%s</h1><p>", title, title)
+	for i := range 300 {
+		fmt.Fprintf(&b, "%s-w%d ", strings.ReplaceAll(title, " ", "-"), i)
+	}
+	b.WriteString("</p><ul>")
+	for _, l := range links {
+		fmt.Fprintf(&b, "<li><a href=%q>%s</a></li>", l, l)
+	}
+	fmt.Fprintf(&b, "</ul><footer>built for version %s</footer></body></html>", version)
+	return b.String()
+}
+
+// site serves version (1 or 2) of the family.
+func (v twoVersions) site(version int) *site {
+	s := &site{Pages: map[string]page{}}
+	var names []string
+	for i := range v.n {
+		names = append(names, v.name(i))
+	}
+	tag := fmt.Sprint(version)
+	s.Pages["/"] = page{Body: versionPage("site index", tag, names...)}
+	for i := range v.n {
+		title := fmt.Sprintf("page %d", i)
+		if version == 2 && v.changed[i] {
+			title = fmt.Sprintf("rewritten page %d", i)
+		}
+		s.Pages["/"+v.name(i)] = page{Body: versionPage(title, tag, "./")}
+	}
+	return s
+}
+
+func (v twoVersions) name(i int) string { return fmt.Sprintf("p%d.html", i) }
+
+// fetchedPaths returns the paths requested of ip (not robots.txt), failing
+// the test for a path requested twice.
+func fetchedPaths(t *testing.T, log *hitLog, ip string) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for _, h := range log.byIP(ip) {
+		if h.Path == "/robots.txt" {
+			continue
+		}
+		if out[h.Path] {
+			t.Errorf("%s%s fetched twice", ip, h.Path)
+		}
+		out[h.Path] = true
+	}
+	return out
+}
+
+// copySide returns which of the two index pages the crawl kept as a
+// duplicate of the other: the copy side, whose links are suppressed.
+func copySide(t *testing.T, res crawlResult, bases [2]string) int {
+	t.Helper()
+	copies := 0
+	side := -1
+	for i, b := range bases {
+		if p := res.page(t, b+"/"); p.Class.Duplicate() {
+			copies++
+			side = i
+		}
+	}
+	if copies != 1 {
+		t.Fatalf("%d of the two index pages are duplicates, want 1", copies)
+	}
+	return side
+}
+
+// TestNearLinkMonitor: two versions of a site, a fraction f of the pages
+// changed, f in {0, 0.01, 0.05, 0.2}, crawled with mirror detection off
+// (the near-duplicate link rules alone) and the link monitor at rate 0.1.
+// The copy side is the version whose index the crawl keeps as a duplicate.
+// Its links are suppressed but for the picks (mirror.PickPath of the seed
+// and each page's path: the same whichever version is the copy), so:
+//   - the copy's pages fetched are its index and the picks, exactly, unless
+//     a pick is a changed page: the extra requests at f = 0 are the picks;
+//   - a changed pick is not a duplicate, and fires the monitor: then every
+//     changed page of the copy is fetched;
+//   - no URL is fetched twice.
+//
+// Seeded (HORSESHOE_SEED): the changed pages and the monitor's seed.
+func TestNearLinkMonitor(t *testing.T) {
+	seed := testtools.Seed(t, "./crawl/")
+	rng := rand.New(rand.NewPCG(seed, 2))
+	const n, rate = 100, 0.1
+	for _, f := range []float64{0, 0.01, 0.05, 0.2} {
+		v := newTwoVersions(rng, n, f)
+		sampleSeed := rng.Uint64()
+		t.Run(fmt.Sprintf("f=%v", f), func(t *testing.T) {
+			checkNearLinkMonitor(t, v, rate, sampleSeed)
+		})
+	}
+}
+
+func checkNearLinkMonitor(t *testing.T, v twoVersions, rate float64, sampleSeed uint64) {
+	ips := [2]string{"127.0.0.171", "127.0.0.172"}
+	log := &hitLog{}
+	s1 := startServer(t, ips[0], v.site(1).handler(), log)
+	s2 := startServer(t, ips[1], v.site(2).handler(), log)
+	bases := [2]string{s1.Base(ips[0]), s2.Base(ips[1])}
+	res := runCrawl(t, crawlConfig{NoSitemaps: true, Edit: func(c *configs.Config) {
+		c.Crawl.SkipDuplicateLinks, c.Mirror.Enabled = true, false
+		c.Mirror.Policy, c.Mirror.LinkSample, c.Mirror.SampleSeed = "skip", rate, sampleSeed
+	}}, bases[0]+"/", bases[1]+"/")
+
+	picks := map[string]bool{}
+	changedPick := false
+	for i := range v.n {
+		if mirror.PickPath(sampleSeed, rate, strings.TrimSuffix(v.name(i), ".html")) {
+			picks["/"+v.name(i)] = true
+			changedPick = changedPick || v.changed[i]
+		}
+	}
+	side := copySide(t, res, bases)
+	orig := fetchedPaths(t, log, ips[1-side])
+	got := fetchedPaths(t, log, ips[side])
+	var changed []string
+	for i := range v.n {
+		if v.changed[i] {
+			changed = append(changed, "/"+v.name(i))
+		}
+		if !orig["/"+v.name(i)] {
+			t.Errorf("the original's %s was not fetched", v.name(i))
+		}
+	}
+	sort.Strings(changed)
+	t.Logf("sample seed %d, copy %s, %d changed %v, %d picks, %d copy pages fetched, requests %d",
+		sampleSeed, ips[side], len(changed), changed, len(picks), len(got), res.Requests)
+	if !changedPick {
+		// No changed page is picked: the monitor does not fire, and the
+		// copy costs its index and the picks.
+		want := map[string]bool{"/": true}
+		for p := range picks {
+			want[p] = true
+		}
+		if diff := setDiff(got, want); diff != "" {
+			t.Errorf("copy pages fetched differ from its index and the picks: %s", diff)
+		}
+		return
+	}
+	// A changed page is picked: it is not a duplicate, the monitor fires,
+	// and every changed page of the copy is fetched.
+	for _, p := range changed {
+		if !got[p] {
+			t.Errorf("changed page %s of the copy not fetched after the monitor fired", p)
+		}
+	}
+}
+
+// setDiff describes how got differs from want ("" when equal).
+func setDiff(got, want map[string]bool) string {
+	var extra, missing []string
+	for p := range got {
+		if !want[p] {
+			extra = append(extra, p)
+		}
+	}
+	for p := range want {
+		if !got[p] {
+			missing = append(missing, p)
+		}
+	}
+	if len(extra)+len(missing) == 0 {
+		return ""
+	}
+	slices.Sort(extra)
+	slices.Sort(missing)
+	return fmt.Sprintf("extra %v, missing %v", extra, missing)
+}
