@@ -11,6 +11,7 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/configs"
 	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
 	"github.com/horseshoe-crawler/horseshoe/mirror"
+	"github.com/horseshoe-crawler/horseshoe/storage"
 )
 
 // twoVersions is a generated family: two versions of a site of n pages
@@ -205,4 +206,73 @@ func setDiff(got, want map[string]bool) string {
 	slices.Sort(extra)
 	slices.Sort(missing)
 	return fmt.Sprintf("extra %v, missing %v", extra, missing)
+}
+
+// TestMirrorPolicy: mirror.policy on a generated mirror pair (one version
+// of a site on two hosts, mirror detection on): fetch requests every page
+// of both sides and skips none; verify requests at least the copy pages
+// its share picks (mirror.PickPath of the seed and the page's path);
+// skip leaves some of the copy unrequested, each page recorded skipped.
+// No URL is fetched twice under any. Seeded (HORSESHOE_SEED).
+func TestMirrorPolicy(t *testing.T) {
+	seed := testtools.Seed(t, "./crawl/")
+	rng := rand.New(rand.NewPCG(seed, 3))
+	const n, share = 120, 0.3
+	v := newTwoVersions(rng, n, 0)
+	for _, policy := range []string{"skip", "verify", "fetch"} {
+		sampleSeed := rng.Uint64()
+		t.Run(policy, func(t *testing.T) {
+			ips := [2]string{"127.0.0.173", "127.0.0.174"}
+			log := &hitLog{}
+			s1 := startServer(t, ips[0], v.site(1).handler(), log)
+			s2 := startServer(t, ips[1], v.site(1).handler(), log)
+			bases := [2]string{s1.Base(ips[0]), s2.Base(ips[1])}
+			res := runCrawl(t, crawlConfig{NoSitemaps: true, Mirror: true, Edit: func(c *configs.Config) {
+				c.Mirror.Policy, c.Mirror.VerifyShare, c.Mirror.SampleSeed = policy, share, sampleSeed
+			}}, bases[0]+"/", bases[1]+"/")
+			side := copySide(t, res, bases)
+			got := fetchedPaths(t, log, ips[side])
+			orig := fetchedPaths(t, log, ips[1-side])
+			t.Logf("sample seed %d: copy %s, %d of %d copy pages fetched, %d skip records, mirrors %d",
+				sampleSeed, ips[side], len(got), n+1, len(res.Skipped), len(res.Mirrors))
+			for i := range n {
+				p := "/" + v.name(i)
+				if !orig[p] {
+					t.Errorf("the original's %s was not fetched", p)
+				}
+				switch policy {
+				case "fetch":
+					if !got[p] {
+						t.Errorf("fetch: the copy's %s was not fetched", p)
+					}
+				case "verify":
+					if mirror.PickPath(sampleSeed, share, strings.TrimSuffix(v.name(i), ".html")) && !got[p] {
+						t.Errorf("verify: the copy's %s is in the share and was not fetched", p)
+					}
+				}
+			}
+			switch policy {
+			case "fetch":
+				if len(res.Skipped) > 0 {
+					t.Errorf("fetch: %d skip records, want none", len(res.Skipped))
+				}
+			case "skip":
+				if len(got) > n {
+					t.Errorf("skip: %d of the copy's %d pages fetched, none skipped", len(got), n+1)
+				}
+				for i := range n {
+					u := bases[side] + "/" + v.name(i)
+					if got["/"+v.name(i)] {
+						continue
+					}
+					if r, ok := res.Skipped[u]; ok && r.Class == storage.ClassMirrorSkipped {
+						continue
+					}
+					if r, ok := res.Pages[u]; !ok || r.Class != storage.ClassMirrorSkipped {
+						t.Errorf("skip: the copy's %s neither fetched nor recorded skipped", u)
+					}
+				}
+			}
+		})
+	}
 }
