@@ -285,6 +285,9 @@ func (e *Engine) Run(ctx, hard context.Context) error {
 	if ps, ok := e.st.(PausingStore); ok {
 		ps.StopPauses(runCtx) // a stop ends the waits for a store that refuses writes
 	}
+	if err := e.recordPolicy(); err != nil {
+		return err
+	}
 	stopLookups := e.startLookups(runCtx)
 	stopMirror := e.mirror.follow(runCtx)
 	var wg sync.WaitGroup

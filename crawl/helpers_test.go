@@ -344,6 +344,7 @@ type crawlResult struct {
 	Pages    map[string]*storage.Page // by canonical URL
 	Skipped  map[string]*storage.Page // skip records (mirror_skipped without a page id), by URL
 	Aliases  *report.Aliases          // the report's canonical hints
+	Copies   *report.CopyPolicy       // the report's copy policy
 	GiveUps  map[string]string        // host given up -> reason (frontier or stored evidence)
 	Requests int64
 	Elapsed  time.Duration
@@ -448,6 +449,7 @@ func runCrawl(tb testing.TB, cfg crawlConfig, seeds ...string) crawlResult {
 	res.Notes = rd.HostNotes
 	res.Mirrors = rd.Mirrors
 	res.Aliases = rd.Aliases
+	res.Copies = rd.CopyPolicy
 	var text strings.Builder
 	if err := report.WriteText(&text, rd); err != nil {
 		tb.Fatalf("WriteText: %v", err)

@@ -2,9 +2,11 @@ package crawl
 
 import (
 	"encoding/json"
+	"math"
 
 	"github.com/horseshoe-crawler/horseshoe/frontier"
 	"github.com/horseshoe-crawler/horseshoe/mirror"
+	"github.com/horseshoe-crawler/horseshoe/report"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
 
@@ -165,4 +167,45 @@ func (e *Engine) restoreNear() error {
 		e.near.Restore(p)
 		return nil
 	})
+}
+
+// recordPolicy stores the copy policy for the report (copyPolicyReport).
+func (e *Engine) recordPolicy() error {
+	if e.near == nil {
+		return nil
+	}
+	return e.st.Update(e.sctx, func(tx Tx) error {
+		return tx.PutEvidence("copypolicy", "", e.near.Options())
+	})
+}
+
+// copyPolicyReport reads the copy policy and the monitor's pairs from the
+// store (nil when no crawl recorded them).
+func copyPolicyReport(db *storage.DB) (*report.CopyPolicy, error) {
+	var o *mirror.LinkOptions
+	if err := db.ForEachEvidence("copypolicy", func(_ string, v []byte) error {
+		o = new(mirror.LinkOptions)
+		return json.Unmarshal(v, o)
+	}); err != nil || o == nil {
+		return nil, err
+	}
+	r := o.Rate()
+	c := &report.CopyPolicy{Policy: string(o.Policy), Rate: r, Seed: o.Seed, Pairs: []report.LinkPair{}}
+	loss, at := mirror.WorstExpectedLoss(r)
+	if math.IsInf(loss, 1) {
+		c.Unbounded = true
+	} else {
+		c.ExpectedLoss, c.ExpectedLossAtD = loss, at
+	}
+	err := db.ForEachEvidence("nearlinks", func(_ string, v []byte) error {
+		var p mirror.LinkPair
+		if err := json.Unmarshal(v, &p); err != nil {
+			return err
+		}
+		mp := p.Mapping
+		c.Pairs = append(c.Pairs, report.LinkPair{Copy: mp.FromOrigin + mp.FromPrefix, Original: mp.ToOrigin + mp.ToPrefix,
+			Sampled: p.Sampled, Events: p.Events, Fired: p.Fired})
+		return nil
+	})
+	return c, err
 }

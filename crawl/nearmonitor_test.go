@@ -166,6 +166,19 @@ func checkNearLinkMonitor(t *testing.T, v twoVersions, rate float64, sampleSeed 
 	sort.Strings(changed)
 	t.Logf("sample seed %d, copy %s, %d changed %v, %d picks, %d copy pages fetched, requests %d",
 		sampleSeed, ips[side], len(changed), changed, len(picks), len(got), res.Requests)
+	// The report: the policy, its expected loss, and the one prefix pair
+	// (the copy's root onto the original's), fired when a changed page
+	// was picked.
+	c := res.Copies
+	if c == nil || c.Policy != "skip" || c.Rate != rate || c.Seed != sampleSeed {
+		t.Fatalf("report's copy policy %+v, want skip at %v, seed %d", c, rate, sampleSeed)
+	}
+	if loss, _ := mirror.WorstExpectedLoss(rate); c.ExpectedLoss != loss {
+		t.Errorf("report's expected loss %v, want %v", c.ExpectedLoss, loss)
+	}
+	if len(picks) > 0 && (len(c.Pairs) != 1 || c.Pairs[0].Fired != changedPick || c.Pairs[0].Copy != bases[side]+"/") {
+		t.Errorf("report's near-duplicate pairs %+v, want one, copy %s/, fired %v", c.Pairs, bases[side], changedPick)
+	}
 	if !changedPick {
 		// No changed page is picked: the monitor does not fire, and the
 		// copy costs its index and the picks.
