@@ -3,8 +3,10 @@ package crawl_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -287,5 +289,55 @@ func TestMirrorPolicy(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNearLinkMonitorCost measures, over HORSESHOE_MEASURE seeds (skipped
+// when unset), the copy's requests and the changed pages lost on the
+// generated family at rates 0, 0.05 and 0.1, beside the arithmetic's
+// expectation (docs/DEDUP.md, "The links of a near-duplicate"). It asserts
+// nothing but what TestNearLinkMonitor does: it is a measurement.
+func TestNearLinkMonitorCost(t *testing.T) {
+	runs, _ := strconv.Atoi(os.Getenv("HORSESHOE_MEASURE"))
+	if runs == 0 {
+		t.Skip("HORSESHOE_MEASURE=<seeds> measures")
+	}
+	const n = 100
+	for _, f := range []float64{0, 0.01, 0.05, 0.2} {
+		for _, rate := range []float64{0, 0.05, 0.1} {
+			requests, lost, changed, fired := 0, 0, 0, 0
+			for s := range runs {
+				rng := rand.New(rand.NewPCG(uint64(s), 2))
+				v := newTwoVersions(rng, n, f)
+				sampleSeed := rng.Uint64()
+				ips := [2]string{"127.0.0.175", "127.0.0.176"}
+				log := &hitLog{}
+				s1 := startServer(t, ips[0], v.site(1).handler(), log)
+				s2 := startServer(t, ips[1], v.site(2).handler(), log)
+				bases := [2]string{s1.Base(ips[0]), s2.Base(ips[1])}
+				res := runCrawl(t, crawlConfig{NoSitemaps: true, Edit: func(c *configs.Config) {
+					c.Crawl.SkipDuplicateLinks, c.Mirror.Enabled = true, false
+					c.Mirror.Policy, c.Mirror.LinkSample, c.Mirror.SampleSeed = "skip", rate, sampleSeed
+				}}, bases[0]+"/", bases[1]+"/")
+				side := copySide(t, res, bases)
+				got := fetchedPaths(t, log, ips[side])
+				requests += len(got)
+				for i := range n {
+					if v.changed[i] {
+						changed++
+						if !got["/"+v.name(i)] {
+							lost++
+						}
+					}
+				}
+				if c := res.Copies; c != nil && len(c.Pairs) == 1 && c.Pairs[0].Fired {
+					fired++
+				}
+			}
+			d := int(f*n + 0.5)
+			t.Logf("f %.2f r %.2f: %d seeds, copy requests %.1f of %d a crawl, fired %d, changed pages lost %d of %d (%.1f a crawl; expected D(1-r)^D = %.2f)",
+				f, rate, runs, float64(requests)/float64(runs), n+1, fired, lost, changed,
+				float64(lost)/float64(runs), mirror.ExpectedLoss(rate, d))
+		}
 	}
 }
