@@ -247,10 +247,13 @@ func (ct *commitTx) content(p *storage.Page, c *pageContent, d dedup.Decision) e
 	default:
 		p.Class = storage.ClassUnique
 	}
-	if err := ct.e.mirror.content(ct, p, c); err != nil {
+	// The monitor's picks waiting on p first: the mirror's sampleWaiting
+	// would queue them without their mark (compared all the same, but not
+	// counted by the link monitor).
+	if err := ct.nearContent(p); err != nil {
 		return err
 	}
-	if err := ct.nearContent(p); err != nil {
+	if err := ct.e.mirror.content(ct, p, c); err != nil {
 		return err
 	}
 	if err := ct.aliasRecorded(p); err != nil {
