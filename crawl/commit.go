@@ -186,7 +186,7 @@ func (ct *commitTx) reads(p *storage.Page, c *pageContent) PageReads {
 		r.Dependents = append(r.Dependents, ct.it.URL)
 	}
 	ct.e.mirror.reads(p, content, &r)
-	if content && ct.e.near != nil && !slices.Contains(r.Dependents, p.URL) {
+	if content && ct.e.near != nil && ct.e.o.SkipDuplicateLinks && !slices.Contains(r.Dependents, p.URL) {
 		r.Dependents = append(r.Dependents, p.URL) // nearWaiting
 	}
 	return r

@@ -86,8 +86,8 @@ func (ct *commitTx) nearSample(cu, cp string, cpID uint64, p *storage.Page, m mi
 // waiting on p are queued as samples.
 func (ct *commitTx) nearContent(p *storage.Page) error {
 	e := ct.e
-	if e.near == nil {
-		return nil
+	if e.near == nil || !e.o.SkipDuplicateLinks {
+		return nil // no link is suppressed, none picked
 	}
 	if key := ct.it.Sample; key != "" {
 		pair, _ := e.near.Pair(key)
