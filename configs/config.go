@@ -159,6 +159,10 @@ type Mirror struct {
 	MaxCompared  int     `yaml:"max_compared"`
 	Sample       int     `yaml:"sample"`
 	VerifyEvery  int     `yaml:"verify_every"`
+	Policy       string  `yaml:"policy"`
+	VerifyShare  float64 `yaml:"verify_share"`
+	LinkSample   float64 `yaml:"link_sample"`
+	SampleSeed   uint64  `yaml:"sample_seed"`
 }
 
 // Storage holds Badger settings.

@@ -240,6 +240,7 @@ func EngineOptions(cfg configs.Config) Options {
 		KeepRaw:            cfg.Storage.KeepRaw,
 		Parse:              ParseOptions(cfg),
 		Mirror:             MirrorDetector(cfg),
+		Links:              LinkMonitor(cfg),
 	}
 }
 

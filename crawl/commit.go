@@ -3,6 +3,7 @@ package crawl
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/dedup"
@@ -28,6 +29,7 @@ type commitTx struct {
 	mirrorLog       *mirrorEvidence     // the page's mirror evidence, for a shared crawl's log
 	proposed        *mirror.Counterpart // the pair the page proposes, before the log brings its candidate
 	proposedSamples int                 // its copies fetched as samples by this page
+	nearFired       []mirror.Mapping    // prefix pairs whose near-duplicate link monitor fired (nearmonitor.go)
 }
 
 // queue adds a queue entry to hand to the frontier once committed.
@@ -184,6 +186,9 @@ func (ct *commitTx) reads(p *storage.Page, c *pageContent) PageReads {
 		r.Dependents = append(r.Dependents, ct.it.URL)
 	}
 	ct.e.mirror.reads(p, content, &r)
+	if content && ct.e.near != nil && ct.e.o.SkipDuplicateLinks && !slices.Contains(r.Dependents, p.URL) {
+		r.Dependents = append(r.Dependents, p.URL) // nearWaiting
+	}
 	return r
 }
 
@@ -242,6 +247,12 @@ func (ct *commitTx) content(p *storage.Page, c *pageContent, d dedup.Decision) e
 	default:
 		p.Class = storage.ClassUnique
 	}
+	// The monitor's picks waiting on p first: the mirror's sampleWaiting
+	// would queue them without their mark (compared all the same, but not
+	// counted by the link monitor).
+	if err := ct.nearContent(p); err != nil {
+		return err
+	}
 	if err := ct.e.mirror.content(ct, p, c); err != nil {
 		return err
 	}
@@ -292,6 +303,12 @@ func (ct *commitTx) failed() error {
 // skip records link as a copy of counterpart and registers it to be queued
 // if the counterpart's fetch fails.
 func (ct *commitTx) skip(link, counterpart string, cpID uint64, via *storage.Page, sim float64) error {
+	return ct.skipAs(link, counterpart, cpID, via, sim, "")
+}
+
+// skipAs is skip, the dependent marked as a pick of the near-duplicate link
+// monitor under prefix pair sample when set (nearWaiting queues it).
+func (ct *commitTx) skipAs(link, counterpart string, cpID uint64, via *storage.Page, sim float64, sample string) error {
 	rec := &storage.Page{
 		URL: link, Host: frontier.HostKey(link), Depth: via.Depth + 1, Via: via.URL,
 		Class: storage.ClassMirrorSkipped, DuplicateOf: counterpart, OriginalID: cpID,
@@ -301,7 +318,7 @@ func (ct *commitTx) skip(link, counterpart string, cpID uint64, via *storage.Pag
 	// then leaves a dependent without its skip record (queued if the
 	// counterpart fails, as it should be), never a skipped URL that nothing
 	// would queue again.
-	if err := ct.tx.AddDependent(counterpart, storage.Dependent{ID: cpID, URL: link, Depth: via.Depth + 1, Via: via.URL}); err != nil {
+	if err := ct.tx.AddDependent(counterpart, storage.Dependent{ID: cpID, URL: link, Depth: via.Depth + 1, Via: via.URL, Sample: sample}); err != nil {
 		return err
 	}
 	ct.skipped++
@@ -327,4 +344,5 @@ func (e *Engine) committed(ct *commitTx, p *storage.Page, c *pageContent) {
 	}
 	e.push(ct.pushed)
 	e.mirror.committed(ct)
+	e.nearCommitted(ct)
 }

@@ -69,16 +69,17 @@ type Options struct {
 	MaxDelay           time.Duration // politeness.max_delay: the cap applied to Crawl-delay (for the report)
 	KeepRaw            bool
 	Parse              parse.Options
-	ProgressEvery      time.Duration    // slog progress lines (0 = off)
-	Mirror             *mirror.Detector // host-level mirror detection (nil = off)
-	Addresses          HostChecker      // address policy applied at lease time (nil = none)
-	Resolver           Resolver         // politeness lookups (nil = net.DefaultResolver)
-	MaxLookups         int              // concurrent politeness lookups (0 = DefaultMaxLookups)
-	LookupTimeout      time.Duration    // one politeness lookup (0 = DefaultLookupTimeout)
-	Sitemaps           bool             // fetch the sitemaps robots.txt names and queue their URLs (sitemaps.go)
-	SitemapMaxBytes    int64            // uncompressed bytes of one sitemap read (crawl.sitemap_max_bytes; 0 = sitemap.MaxBytes)
-	CanonicalHints     bool             // queue a known canonical URL in place of its alias (canonical.go)
-	ParamRefresh       time.Duration    // read the parameter rules other workers stored this often (params.go; 0 = never)
+	ProgressEvery      time.Duration       // slog progress lines (0 = off)
+	Mirror             *mirror.Detector    // host-level mirror detection (nil = off)
+	Links              *mirror.LinkMonitor // the near-duplicate link monitor and copy policy (nil = off: links suppressed, none sampled)
+	Addresses          HostChecker         // address policy applied at lease time (nil = none)
+	Resolver           Resolver            // politeness lookups (nil = net.DefaultResolver)
+	MaxLookups         int                 // concurrent politeness lookups (0 = DefaultMaxLookups)
+	LookupTimeout      time.Duration       // one politeness lookup (0 = DefaultLookupTimeout)
+	Sitemaps           bool                // fetch the sitemaps robots.txt names and queue their URLs (sitemaps.go)
+	SitemapMaxBytes    int64               // uncompressed bytes of one sitemap read (crawl.sitemap_max_bytes; 0 = sitemap.MaxBytes)
+	CanonicalHints     bool                // queue a known canonical URL in place of its alias (canonical.go)
+	ParamRefresh       time.Duration       // read the parameter rules other workers stored this often (params.go; 0 = never)
 }
 
 // Engine runs a crawl over one store.
@@ -98,8 +99,9 @@ type Engine struct {
 	// writes is told of the stop apart: PausingStore.)
 	sctx context.Context
 
-	mirror mirrorActions // noMirrors, or mirrorRules over Options.Mirror
-	links  linkPolicy    // plainLinks, or mirrorLinks over Options.Mirror
+	mirror mirrorActions       // noMirrors, or mirrorRules over Options.Mirror
+	links  linkPolicy          // plainLinks, or mirrorLinks over Options.Mirror
+	near   *mirror.LinkMonitor // Options.Links (nearmonitor.go)
 
 	commitMu sync.Mutex
 	requests atomic.Int64
@@ -151,10 +153,14 @@ func NewShared(o Options, st Store, fr Frontier, f Fetcher, robots RobotsSource,
 		sctx: context.Background(), lq: lookupQueue{wake: make(chan struct{}, 1)},
 		hostsSeen: map[string]bool{}, capLogged: map[string]bool{}, classes: newClassCounts(),
 		digests: payloadDigests{m: map[[8]byte]digestHit{}}, params: frontier.NewParamLearner(frontier.ParamOptions{})}
-	e.mirror, e.links = noMirrors{}, plainLinks{}
+	e.mirror, e.links, e.near = noMirrors{}, plainLinks{}, o.Links
 	if o.Mirror != nil {
 		mr := &mirrorRules{e: e, det: o.Mirror}
 		e.mirror, e.links = mr, mirrorLinks{mr}
+	}
+	if o.Links != nil {
+		lo := o.Links.Options()
+		logger.Info("copy policy", "policy", lo.Policy, "rate", lo.Rate(), "sample_seed", lo.Seed)
 	}
 	e.rc = loadRecrawl(e.sctx, st)
 	if b, err := st.GetMeta(e.sctx, storage.MetaRequests); err == nil {
@@ -179,6 +185,9 @@ func (e *Engine) Restore() (int, error) {
 	})
 	if err == nil {
 		err = e.restoreParams()
+	}
+	if err == nil {
+		err = e.restoreNear()
 	}
 	if err != nil {
 		return n, err
@@ -275,6 +284,9 @@ func (e *Engine) Run(ctx, hard context.Context) error {
 	e.cancel = cancel
 	if ps, ok := e.st.(PausingStore); ok {
 		ps.StopPauses(runCtx) // a stop ends the waits for a store that refuses writes
+	}
+	if err := e.recordPolicy(); err != nil {
+		return err
 	}
 	stopLookups := e.startLookups(runCtx)
 	stopMirror := e.mirror.follow(runCtx)

@@ -270,14 +270,15 @@ type crawlConfig struct {
 	BackoffMax     time.Duration
 	MaxFailures    int
 	FollowNofollow bool
-	ScopeAny       bool              // follow links to any host (default: seed hosts only)
-	Mirror         bool              // skip duplicates' links and detect mirrors (the crawler's defaults)
-	Timeout        time.Duration     // the whole crawl; the test fails when it is hit
-	Policy         *fetch.AddrPolicy // address policy (DenyPrivate); nil: any address
-	Resolver       fetch.Resolver    // name lookups of the fetcher and the engine; nil: the system's
-	NoSitemaps     bool              // crawl.sitemaps: false
-	MaxPages       int               // crawl.max_pages (0: no limit)
-	SitemapBytes   int64             // crawl.sitemap_max_bytes (0: the default, 50 MB)
+	ScopeAny       bool                  // follow links to any host (default: seed hosts only)
+	Mirror         bool                  // skip duplicates' links and detect mirrors (the crawler's defaults)
+	Timeout        time.Duration         // the whole crawl; the test fails when it is hit
+	Policy         *fetch.AddrPolicy     // address policy (DenyPrivate); nil: any address
+	Resolver       fetch.Resolver        // name lookups of the fetcher and the engine; nil: the system's
+	NoSitemaps     bool                  // crawl.sitemaps: false
+	MaxPages       int                   // crawl.max_pages (0: no limit)
+	SitemapBytes   int64                 // crawl.sitemap_max_bytes (0: the default, 50 MB)
+	Edit           func(*configs.Config) // further settings, applied last
 	// Net is the in-memory network the crawl fetches from and resolves
 	// names on (startMemServer); nil: the real one. runCrawl closes it.
 	Net *memnet.Network
@@ -330,6 +331,9 @@ func (c crawlConfig) config() configs.Config {
 	}
 	cfg.Fetch.RobotsAgent, cfg.Fetch.Timeout = robotsAgent, configs.Duration(5*time.Second)
 	cfg.Storage.KeepRaw = false
+	if c.Edit != nil {
+		c.Edit(&cfg)
+	}
 	return cfg
 }
 
@@ -340,6 +344,7 @@ type crawlResult struct {
 	Pages    map[string]*storage.Page // by canonical URL
 	Skipped  map[string]*storage.Page // skip records (mirror_skipped without a page id), by URL
 	Aliases  *report.Aliases          // the report's canonical hints
+	Copies   *report.CopyPolicy       // the report's copy policy
 	GiveUps  map[string]string        // host given up -> reason (frontier or stored evidence)
 	Requests int64
 	Elapsed  time.Duration
@@ -444,6 +449,7 @@ func runCrawl(tb testing.TB, cfg crawlConfig, seeds ...string) crawlResult {
 	res.Notes = rd.HostNotes
 	res.Mirrors = rd.Mirrors
 	res.Aliases = rd.Aliases
+	res.Copies = rd.CopyPolicy
 	var text strings.Builder
 	if err := report.WriteText(&text, rd); err != nil {
 		tb.Fatalf("WriteText: %v", err)

@@ -146,6 +146,9 @@ func (ct *commitTx) duplicateLink(cu string, p *storage.Page, c copyOf) (done bo
 	sample := false
 	if c.mapped {
 		if cp, ok := c.mapping.Apply(cu); ok && cp != cu {
+			if ct.e.nearFollows(c.mapping) {
+				return false, nil // the copy side is fetched, or the monitor fired: followed
+			}
 			var done bool
 			done, sample, err = ct.counterpartLink(cu, cp, p, c.mapping, already)
 			if err != nil || done {
@@ -181,10 +184,13 @@ func (ct *commitTx) counterpartLink(cu, cp string, p *storage.Page, m mirror.Map
 		if sample, err = ct.e.links.sample(ct, cpID, m); err != nil || sample {
 			return false, sample, err
 		}
-		if !already {
-			err = ct.skip(cu, cp, cpID, p, p.Similarity)
+		if already {
+			return true, false, nil
 		}
-		return true, false, err
+		if done, err := ct.nearSample(cu, cp, cpID, p, m); err != nil || done {
+			return done, false, err
+		}
+		return true, false, ct.skip(cu, cp, cpID, p, p.Similarity)
 	}
 	if !ct.e.links.waits(m) {
 		return false, false, nil
@@ -197,10 +203,16 @@ func (ct *commitTx) counterpartLink(cu, cp string, p *storage.Page, m mirror.Map
 		return false, false, err
 	}
 	ct.queue(item)
-	if !already {
-		err = ct.skip(cu, cp, item.ID, p, p.Similarity)
+	if already {
+		return true, false, nil
 	}
-	return true, false, err
+	// Its counterpart is only queued: a pick of the near-duplicate link
+	// monitor waits on it, to be fetched as a sample (nearWaiting).
+	key, err := ct.nearPick(cu, cp, m)
+	if err != nil {
+		return false, false, err
+	}
+	return true, false, ct.skipAs(cu, cp, item.ID, p, p.Similarity, key)
 }
 
 // mirrorLinks is the policy with mirror detection.

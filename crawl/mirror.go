@@ -88,7 +88,7 @@ var leasedSkipQueuesWaiting = true
 // did (the attempt then says how to release the lease).
 func (m *mirrorRules) skipLeased(it *frontier.Item) (attempt, bool) {
 	key, cp, ok := m.det.SkipTarget(it.URL)
-	if !ok {
+	if !ok || m.e.fetchCopies() {
 		return attempt{}, false
 	}
 	e := m.e
@@ -113,7 +113,7 @@ func (m *mirrorRules) skipLeased(it *frontier.Item) (attempt, bool) {
 		if short, err := m.tooShort(tx, key, cpID); err != nil || short {
 			return err
 		}
-		if !m.det.Skip(key) {
+		if m.e.verifyPick(it.URL, cp) || !m.det.Skip(key) {
 			verify = true
 			return nil
 		}
@@ -205,7 +205,7 @@ func (m *mirrorRules) counterpart(tx Tx, cp string, depth int, via string) (stri
 // whatever other rule would skip it.
 func (m *mirrorRules) skipLink(ct *commitTx, cu string, via *storage.Page) (skipped, verify bool, err error) {
 	key, cp, ok := m.det.SkipTarget(cu)
-	if !ok {
+	if !ok || m.e.fetchCopies() {
 		return false, false, nil
 	}
 	if _, seen, err := ct.tx.SeenID(cu); err != nil || seen {
@@ -238,7 +238,7 @@ func (m *mirrorRules) skipLink(ct *commitTx, cu string, via *storage.Page) (skip
 		}
 		return true, false, err
 	}
-	if !m.det.Skip(key) {
+	if m.e.verifyPick(cu, cp) || !m.det.Skip(key) {
 		return false, true, nil
 	}
 	if err := ct.skip(cu, cp, cpID, via, 0); err != nil {
@@ -873,8 +873,16 @@ func (m *mirrorRules) skippedUnder(key string, shared bool) ([]skippedCopy, mirr
 	if !ok {
 		return nil, mirror.Mapping{}, false
 	}
-	e := m.e
 	mp := c.MirrorMapping()
+	deps, ok := m.e.skippedUnderMapping(mp, shared)
+	return deps, mp, ok
+}
+
+// skippedUnderMapping returns the URLs skipped in favour of their
+// counterparts under mapping mp (the store's skip records only when shared,
+// see mirrorRules.act; the leased copies recorded in the worker's own page
+// records always).
+func (e *Engine) skippedUnderMapping(mp mirror.Mapping, shared bool) ([]skippedCopy, bool) {
 	var deps []skippedCopy
 	collect := func(p *storage.Page) error {
 		if p.Class != storage.ClassMirrorSkipped {
@@ -890,12 +898,12 @@ func (m *mirrorRules) skippedUnder(key string, shared bool) ([]skippedCopy, mirr
 	if shared {
 		if err := e.st.ForEachSkipped(e.sctx, collect); err != nil {
 			e.setFatal(err)
-			return nil, mp, false
+			return nil, false
 		}
 	}
 	if err := e.st.ForEachPage(e.sctx, collect); err != nil {
 		e.setFatal(err)
-		return nil, mp, false
+		return nil, false
 	}
-	return deps, mp, true
+	return deps, true
 }

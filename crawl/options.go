@@ -48,6 +48,20 @@ func MirrorOptions(m configs.Mirror) mirror.Options {
 	return o
 }
 
+// LinkOptions maps the mirror section to the copy policy and the
+// near-duplicate link monitor's options.
+func LinkOptions(m configs.Mirror) mirror.LinkOptions {
+	return mirror.LinkOptions{Policy: mirror.Policy(m.Policy), LinkSample: m.LinkSample,
+		VerifyShare: m.VerifyShare, Seed: m.SampleSeed}
+}
+
+// LinkMonitor builds the near-duplicate link monitor the config asks for
+// (with or without mirror detection: a near-duplicate's links are
+// suppressed either way).
+func LinkMonitor(cfg configs.Config) *mirror.LinkMonitor {
+	return mirror.NewLinkMonitor(LinkOptions(cfg.Mirror))
+}
+
 // MirrorDetector builds the mirror detector the config asks for (nil when
 // mirror handling is off).
 func MirrorDetector(cfg configs.Config) *mirror.Detector {

@@ -38,12 +38,19 @@ func (e *Engine) enqueue(tx Tx, cu string, depth int, via string) (frontier.Item
 // enqueueItem queues cu unless it was seen; hops is the number of redirects
 // followed to reach it.
 func (e *Engine) enqueueItem(tx Tx, cu string, depth int, via string, verify bool, hops int) (frontier.Item, bool, error) {
+	return e.enqueueSample(tx, cu, depth, via, verify, hops, "")
+}
+
+// enqueueSample is enqueueItem, the item marked as a sample of the
+// near-duplicate link monitor under prefix pair sample when set (one queue
+// entry: a shared store's queue appends each PutQueue).
+func (e *Engine) enqueueSample(tx Tx, cu string, depth int, via string, verify bool, hops int, sample string) (frontier.Item, bool, error) {
 	id, fresh, err := tx.CheckAndMark(cu, tx.NewID)
 	if err != nil || !fresh {
 		return frontier.Item{}, false, err
 	}
 	host := frontier.HostKey(cu)
-	it := frontier.Item{ID: id, URL: cu, Depth: depth, Via: via, Host: host, Seq: e.fr.Assign(host), Verify: verify, Hops: hops}
+	it := frontier.Item{ID: id, URL: cu, Depth: depth, Via: via, Host: host, Seq: e.fr.Assign(host), Verify: verify, Hops: hops, Sample: sample}
 	if err := tx.PutQueue(it); err != nil {
 		return it, false, err
 	}
@@ -179,7 +186,7 @@ func (e *Engine) redirectToSelf(tx Tx, it *frontier.Item, p *storage.Page, base 
 		return frontier.Item{}, false, nil
 	}
 	item := frontier.Item{ID: it.ID, URL: it.URL, FetchURL: target, Depth: it.Depth, Via: it.Via,
-		Host: it.Host, Seq: e.fr.Assign(it.Host), Verify: it.Verify, Hops: it.Hops + 1}
+		Host: it.Host, Seq: e.fr.Assign(it.Host), Verify: it.Verify, Sample: it.Sample, Hops: it.Hops + 1}
 	return item, true, tx.PutQueue(item)
 }
 

@@ -43,6 +43,9 @@ func ReportData(db *storage.DB, filter string, curve []report.CurvePoint) (*repo
 	if err := reportChanges(db, d); err != nil {
 		return nil, fmt.Errorf("recrawl changes: %w", err)
 	}
+	if d.CopyPolicy, err = copyPolicyReport(db); err != nil {
+		return nil, fmt.Errorf("copy policy: %w", err)
+	}
 	return d, nil
 }
 

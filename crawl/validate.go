@@ -24,6 +24,7 @@ func Validate(cfg configs.Config) error {
 		policy.AllowEntries(cfg.Fetch.AllowAddresses),
 		DedupOptions(cfg.Dedup).Validate(),
 		MirrorOptions(cfg.Mirror).Validate(),
+		LinkOptions(cfg.Mirror).Validate(),
 		crawlLimits(cfg),
 	)
 }

@@ -76,6 +76,9 @@ func TestValidateRejectsEachBadValueOnce(t *testing.T) {
 		{"sample", func(c *configs.Config) { c.Mirror.Sample = 0 }, "mirror.sample must be between 1 and 10000, got 0"},
 		{"max_compared", func(c *configs.Config) { c.Mirror.MaxCompared = 0 }, "mirror.max_compared must be >= 1, got 0"},
 		{"verify_every", func(c *configs.Config) { c.Mirror.VerifyEvery = 1 }, "mirror.verify_every must be >= 2, got 1"},
+		{"policy", func(c *configs.Config) { c.Mirror.Policy = "sometimes" }, `mirror.policy must be skip, verify or fetch, got "sometimes"`},
+		{"link_sample", func(c *configs.Config) { c.Mirror.LinkSample = 1.5 }, "mirror.link_sample must be in [0, 1], got 1.5"},
+		{"verify_share", func(c *configs.Config) { c.Mirror.VerifyShare = 0 }, "mirror.verify_share must be in (0, 1], got 0"},
 		{"min_free_bytes", func(c *configs.Config) { c.Storage.MinFreeBytes = -1 }, "storage.min_free_bytes must be >= 0, got -1"},
 	}
 	for _, c := range cases {

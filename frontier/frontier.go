@@ -38,6 +38,10 @@ type Item struct {
 	// Verify marks a URL picked for a mirror decision's verification
 	// stream: it is fetched although it could be skipped as a copy.
 	Verify bool `json:"verify,omitempty"`
+	// Sample, when set, marks a copy fetched as a sample of the
+	// near-duplicate link monitor (mirror.LinkMonitor): the key of its
+	// prefix pair. Its commit tells whether it was a duplicate.
+	Sample string `json:"sample,omitempty"`
 	// Sitemap, above 0, marks a sitemap file rather than a page: its
 	// nesting level (1 named by a robots.txt, 2 listed by a sitemap index,
 	// ...). Via is then the robots.txt that named its chain.

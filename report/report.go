@@ -198,6 +198,10 @@ type Data struct {
 	Aliases *Aliases `json:"alias_hints,omitempty"`
 	// Changes summarizes the latest recrawl; absent before any.
 	Changes *Changes `json:"changes,omitempty"`
+	// CopyPolicy is what the crawl did with the copy side of prefix pairs
+	// (mirror.policy) and the loss it expects at its rate; absent when the
+	// crawl did not record it.
+	CopyPolicy *CopyPolicy `json:"copy_policy,omitempty"`
 	// Workers shows the workers of a crawl shared through Redis, in the
 	// live report of one of them; absent otherwise.
 	Workers *Workers `json:"workers,omitempty"`
@@ -205,6 +209,34 @@ type Data struct {
 	// why the crawl-wide data (Workers) could not be read from Redis:
 	// "crawl-wide data unavailable: <reason>"; absent otherwise.
 	Unavailable string `json:"unavailable,omitempty"`
+}
+
+// CopyPolicy is mirror.policy, its rate, and the near-duplicate link
+// monitor's prefix pairs (README, "Mirrors": the price of skipping).
+type CopyPolicy struct {
+	Policy string  `json:"policy"`      // skip, verify or fetch
+	Rate   float64 `json:"rate"`        // share of a copy's suppressed pages fetched: link_sample, verify_share, or 1
+	Seed   uint64  `json:"sample_seed"` // the picks' seed
+	// ExpectedLoss is the largest expected number of pages lost per prefix
+	// pair at Rate, over the number D of pages that differ:
+	// max over D of D (1 - Rate)^D, about 1 / (e Rate), at D
+	// ExpectedLossAtD; 0 when every page is fetched. Unbounded (Rate 0):
+	// every differing page may be lost.
+	ExpectedLoss    float64 `json:"expected_loss"`
+	ExpectedLossAtD int     `json:"expected_loss_at_d"`
+	Unbounded       bool    `json:"unbounded,omitempty"`
+	// Pairs are the prefix pairs where the near-duplicate link monitor
+	// picked links (never null).
+	Pairs []LinkPair `json:"near_duplicate_pairs"`
+}
+
+// LinkPair is the near-duplicate link monitor's record of one prefix pair.
+type LinkPair struct {
+	Copy     string `json:"copy"`     // origin and prefix of the copy side
+	Original string `json:"original"` // origin and prefix of the original side
+	Sampled  int    `json:"sampled"`  // picked copies fetched and compared
+	Events   int    `json:"events"`   // of them, not duplicates of their counterpart
+	Fired    bool   `json:"fired"`    // the pair's suppressed links were followed
 }
 
 // Aliases counts what rel=canonical and sitemap hints saved, and how often

@@ -112,6 +112,20 @@ func (t *textWriter) summary(d *Data) {
 		t.line("  %-10s %d requests saved by canonical hints; %d withdrawn, %d of %d claims wrong, %d hosts distrusted",
 			"aliases", a.RequestsSaved, a.Withdrawn, a.ClaimsWrong, a.ClaimsChecked, len(a.Distrusted))
 	}
+	if c := d.CopyPolicy; c != nil {
+		loss := fmt.Sprintf("expected loss at most %.1f pages per prefix pair (at D = %d differing)", c.ExpectedLoss, c.ExpectedLossAtD)
+		if c.Unbounded {
+			loss = "expected loss unbounded (every differing page may be lost)"
+		}
+		fired := 0
+		for _, p := range c.Pairs {
+			if p.Fired {
+				fired++
+			}
+		}
+		t.line("  %-10s %s at rate %g (seed %d): %s; near-duplicate monitor fired on %d of %d prefix pairs",
+			"copies", c.Policy, c.Rate, c.Seed, loss, fired, len(c.Pairs))
+	}
 }
 
 func (t *textWriter) classes(d *Data) {

@@ -898,7 +898,11 @@ type Dependent struct {
 	Depth int    `json:"depth"`
 	Via   string `json:"via,omitempty"`
 	Seen  bool   `json:"seen,omitempty"` // URL is in the seen-set with a mirror_skipped page record
-	key   []byte // the stored key, when read back (stores may hold older key forms)
+	// Sample, when set, is the prefix pair key of a copy the near-duplicate
+	// link monitor picked: fetched as its sample once the counterpart has
+	// content.
+	Sample string `json:"sample,omitempty"`
+	key    []byte // the stored key, when read back (stores may hold older key forms)
 }
 
 // AddDependent records that d waits on counterpart's outcome.
