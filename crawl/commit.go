@@ -220,7 +220,7 @@ func (ct *commitTx) record(p *storage.Page, c *pageContent, res *fetch.Result, d
 	if err := ct.e.mirror.recorded(ct, p); err != nil {
 		return err
 	}
-	if err := ct.tx.PutPage(p); err != nil {
+	if err := ct.e.putPage(ct.tx, p); err != nil {
 		return err
 	}
 	if err := ct.tx.DeleteQueue(ct.it.Host, ct.it.Seq); err != nil {

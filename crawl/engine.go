@@ -121,6 +121,7 @@ type Engine struct {
 
 	sitemaps sitemapState // sitemaps.go
 	audit    skipAudit    // skipaudit.go
+	pidx     pageIndex    // pageindex.go
 
 	errMu    sync.Mutex
 	fatalErr error

@@ -8,3 +8,7 @@ func SetSkipRepairs(leaseTime, audit bool) (restore func()) {
 	leasedSkipQueuesWaiting, auditSkips = leaseTime, audit
 	return func() { leasedSkipQueuesWaiting, auditSkips = l, a }
 }
+
+// AuditRounds is the number of skip audits e ran (each scans the skip
+// records once).
+func AuditRounds(e *Engine) int { return e.audit.rounds }

@@ -158,7 +158,7 @@ func (m *mirrorRules) recordLeased(tx Tx, it *frontier.Item, key, cp string, cpI
 		Class: storage.ClassMirrorSkipped, DuplicateOf: cp, OriginalID: cpID, Method: "mirror",
 		FetchedAt: time.Now().UTC(),
 	}
-	if err := tx.PutPage(rec); err != nil {
+	if err := m.e.putPage(tx, rec); err != nil {
 		return err
 	}
 	if err := tx.DeleteQueue(it.Host, it.Seq); err != nil {
@@ -630,8 +630,9 @@ func (m *mirrorRules) onDecided(key string) {
 	orig := c.MirrorMapping()
 	origHead := orig.ToOrigin + orig.ToPrefix
 	var failed []*storage.Page
-	err := e.st.ForEachPage(e.sctx, func(p *storage.Page) error {
-		if p.Failed() && strings.HasPrefix(p.URL, origHead) {
+	under := func(u string) bool { return strings.HasPrefix(u, origHead) }
+	err := e.indexedPages(under, func(p *storage.Page) error {
+		if p.Failed() && under(p.URL) {
 			cp := *p
 			failed = append(failed, &cp)
 		}
@@ -887,13 +888,22 @@ func (m *mirrorRules) skippedUnder(key string, shared bool) ([]skippedCopy, mirr
 		}
 		return nil
 	}
+	under := func(u string) bool { _, ok := mp.Apply(u); return ok }
 	if shared {
-		if err := e.st.ForEachSkipped(e.sctx, collect); err != nil {
+		// Every URL the mapping applies to starts with its head without
+		// the trailing slash (mirror.Mapping.Apply).
+		var err error
+		if sr, ok := e.st.(SkipRangeReader); ok {
+			err = sr.ForEachSkippedUnder(e.sctx, strings.TrimSuffix(mp.FromOrigin+mp.FromPrefix, "/"), collect)
+		} else {
+			err = e.st.ForEachSkipped(e.sctx, collect)
+		}
+		if err != nil {
 			e.setFatal(err)
 			return nil, mp, false
 		}
 	}
-	if err := e.st.ForEachPage(e.sctx, collect); err != nil {
+	if err := e.indexedPages(under, collect); err != nil {
 		e.setFatal(err)
 		return nil, mp, false
 	}
