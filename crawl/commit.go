@@ -28,6 +28,7 @@ type commitTx struct {
 	mirrorLog       *mirrorEvidence     // the page's mirror evidence, for a shared crawl's log
 	proposed        *mirror.Counterpart // the pair the page proposes, before the log brings its candidate
 	proposedSamples int                 // its copies fetched as samples by this page
+	marked          []string            // URLs found or marked seen, for the seen cache once committed
 }
 
 // queue adds a queue entry to hand to the frontier once committed.
@@ -325,6 +326,7 @@ func (e *Engine) committed(ct *commitTx, p *storage.Page, c *pageContent) {
 			e.digests.put(*c.digest, digestHit{original: orig, simhash: p.Simhash})
 		}
 	}
+	e.seenURLs.add(ct.marked)
 	e.push(ct.pushed)
 	e.mirror.committed(ct)
 }

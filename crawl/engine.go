@@ -122,6 +122,7 @@ type Engine struct {
 	sitemaps sitemapState // sitemaps.go
 	audit    skipAudit    // skipaudit.go
 	pidx     pageIndex    // pageindex.go
+	seenURLs seenCache    // seencache.go
 
 	errMu    sync.Mutex
 	fatalErr error

@@ -12,3 +12,11 @@ func SetSkipRepairs(leaseTime, audit bool) (restore func()) {
 // AuditRounds is the number of skip audits e ran (each scans the skip
 // records once).
 func AuditRounds(e *Engine) int { return e.audit.rounds }
+
+// SetSeenCacheMax sets the bound of the seen cache of the engines built
+// afterwards; the returned func restores it.
+func SetSeenCacheMax(n int) (restore func()) {
+	old := seenCacheMax
+	seenCacheMax = n
+	return func() { seenCacheMax = old }
+}

@@ -208,7 +208,7 @@ func (m *mirrorRules) skipLink(ct *commitTx, cu string, via *storage.Page) (skip
 	if !ok {
 		return false, false, nil
 	}
-	if _, seen, err := ct.tx.SeenID(cu); err != nil || seen {
+	if seen, err := ct.seen(cu); err != nil || seen {
 		return false, false, err
 	}
 	// A link skipped already (hub pages are linked from every page) stays

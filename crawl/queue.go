@@ -38,6 +38,9 @@ func (e *Engine) enqueue(tx Tx, cu string, depth int, via string) (frontier.Item
 // enqueueItem queues cu unless it was seen; hops is the number of redirects
 // followed to reach it.
 func (e *Engine) enqueueItem(tx Tx, cu string, depth int, via string, verify bool, hops int) (frontier.Item, bool, error) {
+	if e.seenURLs.has(cu) {
+		return frontier.Item{}, false, nil // marked: CheckAndMark would not mark it
+	}
 	id, fresh, err := tx.CheckAndMark(cu, tx.NewID)
 	if err != nil || !fresh {
 		return frontier.Item{}, false, err
