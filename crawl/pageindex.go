@@ -106,8 +106,12 @@ func (e *Engine) indexedPages(match func(url string) bool, fn func(*storage.Page
 		}
 		return 0
 	})
+	page := e.st.Page
+	if lp, ok := e.st.(LocalPageReader); ok {
+		page = lp.LocalPage
+	}
 	for _, c := range cands {
-		p, err := e.st.Page(e.sctx, c.id)
+		p, err := page(e.sctx, c.id)
 		if err != nil && !errors.Is(err, storage.ErrNotFound) {
 			return err
 		}

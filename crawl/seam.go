@@ -195,6 +195,15 @@ type SkipRangeReader interface {
 	ForEachSkippedUnder(ctx context.Context, prefix string, fn func(*storage.Page) error) error
 }
 
+// LocalPageReader is a Store whose Page may ask another process for a
+// record this one does not keep (redisstate): LocalPage reads this process's
+// records only, as ForEachPage does. The page index (pageindex.go) reads its
+// candidates with it, so that a record deleted here is not asked of another
+// worker.
+type LocalPageReader interface {
+	LocalPage(ctx context.Context, id uint64) (*storage.Page, error)
+}
+
 // DuplicateIndex is the near-duplicate index: exact fingerprints,
 // supershingle keys, simhashes and sketches of the unique pages.
 type DuplicateIndex interface {
