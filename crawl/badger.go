@@ -49,6 +49,15 @@ func (b badgerStore) ForEachSkipped(ctx context.Context, fn func(*storage.Page) 
 	})
 }
 
+func (b badgerStore) ForEachSkippedUnder(ctx context.Context, prefix string, fn func(*storage.Page) error) error {
+	return b.db.ForEachSkippedUnder(prefix, func(p *storage.Page) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fn(p)
+	})
+}
+
 func (b badgerStore) ForEachSignature(ctx context.Context, fn func(id uint64, sig []byte) error) error {
 	return b.db.ForEachSignature(func(id uint64, sig []byte) error {
 		if err := ctx.Err(); err != nil {

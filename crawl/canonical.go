@@ -130,7 +130,7 @@ func (ct *commitTx) aliasLink(cu string, via *storage.Page) (done bool, err erro
 	if !ok || !ct.e.o.CanonicalHints {
 		return false, nil
 	}
-	if _, seen, err := ct.tx.SeenID(cu); err != nil || seen {
+	if seen, err := ct.seen(cu); err != nil || seen {
 		return false, err
 	}
 	if standing, err := standingSkip(ct.tx, cu); err != nil || standing {

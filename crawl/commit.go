@@ -30,6 +30,7 @@ type commitTx struct {
 	proposed        *mirror.Counterpart // the pair the page proposes, before the log brings its candidate
 	proposedSamples int                 // its copies fetched as samples by this page
 	nearFired       []mirror.Mapping    // prefix pairs whose near-duplicate link monitor fired (nearmonitor.go)
+	marked          []string            // URLs found or marked seen, for the seen cache once committed
 }
 
 // queue adds a queue entry to hand to the frontier once committed.
@@ -225,7 +226,7 @@ func (ct *commitTx) record(p *storage.Page, c *pageContent, res *fetch.Result, d
 	if err := ct.e.mirror.recorded(ct, p); err != nil {
 		return err
 	}
-	if err := ct.tx.PutPage(p); err != nil {
+	if err := ct.e.putPage(ct.tx, p); err != nil {
 		return err
 	}
 	if err := ct.tx.DeleteQueue(ct.it.Host, ct.it.Seq); err != nil {
@@ -342,6 +343,7 @@ func (e *Engine) committed(ct *commitTx, p *storage.Page, c *pageContent) {
 			e.digests.put(*c.digest, digestHit{original: orig, simhash: p.Simhash})
 		}
 	}
+	e.seenURLs.add(ct.marked)
 	e.push(ct.pushed)
 	e.mirror.committed(ct)
 	e.nearCommitted(ct)

@@ -123,6 +123,8 @@ type Engine struct {
 
 	sitemaps sitemapState // sitemaps.go
 	audit    skipAudit    // skipaudit.go
+	pidx     pageIndex    // pageindex.go
+	seenURLs seenCache    // seencache.go
 
 	errMu    sync.Mutex
 	fatalErr error

@@ -8,3 +8,15 @@ func SetSkipRepairs(leaseTime, audit bool) (restore func()) {
 	leasedSkipQueuesWaiting, auditSkips = leaseTime, audit
 	return func() { leasedSkipQueuesWaiting, auditSkips = l, a }
 }
+
+// AuditRounds is the number of skip audits e ran (each scans the skip
+// records once).
+func AuditRounds(e *Engine) int { return e.audit.rounds }
+
+// SetSeenCacheMax sets the bound of the seen cache of the engines built
+// afterwards; the returned func restores it.
+func SetSeenCacheMax(n int) (restore func()) {
+	old := seenCacheMax
+	seenCacheMax = n
+	return func() { seenCacheMax = old }
+}

@@ -350,6 +350,9 @@ type crawlResult struct {
 	Elapsed  time.Duration
 	Text     string                       // the text report
 	Hints    map[string]crawl.SitemapHint // what sitemaps said, by canonical URL
+	// The full scans of the run (storage.DB.FullScans) and its skip audits.
+	PageScans, SkipScans int64
+	AuditRounds          int
 }
 
 // page returns the stored record of rawURL (canonicalized), failing the test
@@ -405,11 +408,14 @@ func runCrawl(tb testing.TB, cfg crawlConfig, seeds ...string) crawlResult {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout)
 	defer cancel()
 	start := time.Now()
+	ps0, ss0 := db.FullScans()
 	if err := eng.Run(ctx, ctx); err != nil {
 		tb.Fatalf("Run: %v", err)
 	}
+	ps, ss := db.FullScans()
 	res := crawlResult{Pages: map[string]*storage.Page{}, GiveUps: map[string]string{},
-		Requests: eng.Requests(), Elapsed: time.Since(start)}
+		Requests: eng.Requests(), Elapsed: time.Since(start),
+		PageScans: ps - ps0, SkipScans: ss - ss0, AuditRounds: crawl.AuditRounds(eng)}
 	for _, g := range fr.GiveUps() {
 		res.GiveUps[g.Host] = g.Reason
 	}

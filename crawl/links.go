@@ -101,6 +101,7 @@ func (ct *commitTx) links(p *storage.Page, links []string) error {
 		}
 		if ok {
 			ct.queue(item)
+			ct.marked = append(ct.marked, item.URL)
 		}
 	}
 	return nil
@@ -130,7 +131,7 @@ func (ct *commitTx) copyOf(p *storage.Page) (copyOf, error) {
 // reports that the link is dealt with (seen, out of scope, skipped, or
 // waiting on a counterpart queued now); otherwise it is followed.
 func (ct *commitTx) duplicateLink(cu string, p *storage.Page, c copyOf) (done bool, err error) {
-	if _, seen, err := ct.tx.SeenID(cu); err != nil || seen {
+	if seen, err := ct.seen(cu); err != nil || seen {
 		return seen, err
 	}
 	// A link skipped as a copy already (hub pages are linked from every

@@ -158,7 +158,7 @@ func (m *mirrorRules) recordLeased(tx Tx, it *frontier.Item, key, cp string, cpI
 		Class: storage.ClassMirrorSkipped, DuplicateOf: cp, OriginalID: cpID, Method: "mirror",
 		FetchedAt: time.Now().UTC(),
 	}
-	if err := tx.PutPage(rec); err != nil {
+	if err := m.e.putPage(tx, rec); err != nil {
 		return err
 	}
 	if err := tx.DeleteQueue(it.Host, it.Seq); err != nil {
@@ -208,7 +208,7 @@ func (m *mirrorRules) skipLink(ct *commitTx, cu string, via *storage.Page) (skip
 	if !ok || m.e.fetchCopies() {
 		return false, false, nil
 	}
-	if _, seen, err := ct.tx.SeenID(cu); err != nil || seen {
+	if seen, err := ct.seen(cu); err != nil || seen {
 		return false, false, err
 	}
 	// A link skipped already (hub pages are linked from every page) stays
@@ -320,6 +320,19 @@ func (m *mirrorRules) compare(ct *commitTx, p *storage.Page, doc *parse.Document
 		cps = append(cps, *pc)
 		proposed = pc.Key
 	}
+	// The page's shingle set, made once for all its comparisons.
+	var mine mirror.ShingleSet
+	mineSet := func() mirror.ShingleSet {
+		if mine == nil {
+			e := m.e
+			tokens := doc.Tokens
+			if e.o.Parse.URLTokens {
+				tokens = e.storedTokens(nil, doc.Title, doc.Text)
+			}
+			mine = mirror.NewShingleSet(e.det.Shingles(tokens, nil))
+		}
+		return mine
+	}
 	for _, cp := range cps {
 		id, seen, err := ct.tx.SeenID(cp.URL)
 		if err != nil {
@@ -343,7 +356,7 @@ func (m *mirrorRules) compare(ct *commitTx, p *storage.Page, doc *parse.Document
 		// Two builds of one site that differ page by page in more than the
 		// near-duplicate threshold allows match on few paths, and the
 		// sequential test rejects them.
-		c, made, err := m.samePage(cp.Key, p, doc, rec)
+		c, made, err := m.samePage(cp.Key, p, doc, rec, mineSet)
 		if err != nil {
 			return err
 		}
@@ -630,8 +643,9 @@ func (m *mirrorRules) onDecided(key string) {
 	orig := c.MirrorMapping()
 	origHead := orig.ToOrigin + orig.ToPrefix
 	var failed []*storage.Page
-	err := e.st.ForEachPage(e.sctx, func(p *storage.Page) error {
-		if p.Failed() && strings.HasPrefix(p.URL, origHead) {
+	under := func(u string) bool { return strings.HasPrefix(u, origHead) }
+	err := e.indexedPages(under, func(p *storage.Page) error {
+		if p.Failed() && under(p.URL) {
 			cp := *p
 			failed = append(failed, &cp)
 		}
@@ -724,7 +738,7 @@ func (m *mirrorRules) unrepresented(u string, p *storage.Page) (string, bool) {
 	return "", false
 }
 
-// samePage reports (match) whether the crawler's duplicate decision calls p (parsed
+// samePage (mine: p's shingle set, made once for all its comparisons) reports (match) whether the crawler's duplicate decision calls p (parsed
 // from doc, being committed) and rec (a stored page) duplicates, compared
 // under candidate key: the same payload, one recorded as the other's
 // duplicate, or the exact Jaccard of their looped shingle sets at least the
@@ -736,7 +750,7 @@ func (m *mirrorRules) unrepresented(u string, p *storage.Page) (string, bool) {
 // alone. lost reports that their plain Jaccard similarity is below
 // mirror.Represented: one would be lost were it skipped for the other (the
 // loss monitor's event).
-func (m *mirrorRules) samePage(key string, p *storage.Page, doc *parse.Document, rec *storage.Page) (c mirrorComparison, made bool, err error) {
+func (m *mirrorRules) samePage(key string, p *storage.Page, doc *parse.Document, rec *storage.Page, mine func() mirror.ShingleSet) (c mirrorComparison, made bool, err error) {
 	c.Key = key
 	if p.SHA256 != "" && p.SHA256 == rec.SHA256 {
 		c.Match, c.Identical = true, true
@@ -773,12 +787,8 @@ func (m *mirrorRules) samePage(key string, p *storage.Page, doc *parse.Document,
 		c.Match, c.Identical = true, true
 		return c, true, nil // the same token stream: J = 1 without shingling
 	}
-	mine := doc.Tokens
-	if e.o.Parse.URLTokens {
-		mine = e.storedTokens(nil, doc.Title, doc.Text)
-	}
 	theirs := e.storedTokens(nil, title, text)
-	r, j, diff := m.det.Measure(key, e.det.Shingles(mine, nil), e.det.Shingles(theirs, nil))
+	r, j, diff := m.det.MeasureSets(key, mine(), mirror.NewShingleSet(e.det.Shingles(theirs, nil)))
 	c.Match, c.Lost = recorded || r >= e.det.Options().Threshold, j < mirror.Represented
 	c.Measured, c.Size = true, len(diff)
 	if m.log == nil || m.det.Tracking(key) {
@@ -895,13 +905,22 @@ func (e *Engine) skippedUnderMapping(mp mirror.Mapping, shared bool) ([]skippedC
 		}
 		return nil
 	}
+	under := func(u string) bool { _, ok := mp.Apply(u); return ok }
 	if shared {
-		if err := e.st.ForEachSkipped(e.sctx, collect); err != nil {
+		// Every URL the mapping applies to starts with its head without
+		// the trailing slash (mirror.Mapping.Apply).
+		var err error
+		if sr, ok := e.st.(SkipRangeReader); ok {
+			err = sr.ForEachSkippedUnder(e.sctx, strings.TrimSuffix(mp.FromOrigin+mp.FromPrefix, "/"), collect)
+		} else {
+			err = e.st.ForEachSkipped(e.sctx, collect)
+		}
+		if err != nil {
 			e.setFatal(err)
 			return nil, false
 		}
 	}
-	if err := e.st.ForEachPage(e.sctx, collect); err != nil {
+	if err := e.indexedPages(under, collect); err != nil {
 		e.setFatal(err)
 		return nil, false
 	}

@@ -45,6 +45,9 @@ func (e *Engine) enqueueItem(tx Tx, cu string, depth int, via string, verify boo
 // near-duplicate link monitor under prefix pair sample when set (one queue
 // entry: a shared store's queue appends each PutQueue).
 func (e *Engine) enqueueSample(tx Tx, cu string, depth int, via string, verify bool, hops int, sample string) (frontier.Item, bool, error) {
+	if e.seenURLs.has(cu) {
+		return frontier.Item{}, false, nil // marked: CheckAndMark would not mark it
+	}
 	id, fresh, err := tx.CheckAndMark(cu, tx.NewID)
 	if err != nil || !fresh {
 		return frontier.Item{}, false, err

@@ -545,5 +545,5 @@ func (e *Engine) recordRevisit(tx Tx, it *frontier.Item, r *revisitResult) ([]fr
 			}
 		}
 	}
-	return items, tx.PutPage(p)
+	return items, e.putPage(tx, p)
 }

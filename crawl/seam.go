@@ -187,6 +187,23 @@ type Store interface {
 	ForEachEvidence(ctx context.Context, kind string, fn func(key string, v []byte) error) error
 }
 
+// SkipRangeReader is a Store that reads the skip records under a URL prefix
+// without reading the others (a Badger store: they are keyed by URL). The
+// rules acting on a mirror decision read the skips under its prefix so
+// (issue 29); a Store without it is scanned whole.
+type SkipRangeReader interface {
+	ForEachSkippedUnder(ctx context.Context, prefix string, fn func(*storage.Page) error) error
+}
+
+// LocalPageReader is a Store whose Page may ask another process for a
+// record this one does not keep (redisstate): LocalPage reads this process's
+// records only, as ForEachPage does. The page index (pageindex.go) reads its
+// candidates with it, so that a record deleted here is not asked of another
+// worker.
+type LocalPageReader interface {
+	LocalPage(ctx context.Context, id uint64) (*storage.Page, error)
+}
+
 // DuplicateIndex is the near-duplicate index: exact fingerprints,
 // supershingle keys, simhashes and sketches of the unique pages.
 type DuplicateIndex interface {
@@ -255,7 +272,8 @@ type LeaseChecker interface {
 }
 
 var (
-	_ Tx             = (*storage.Tx)(nil)
-	_ EvidenceReader = (*storage.Tx)(nil)
-	_ Frontier       = (*frontier.Frontier)(nil)
+	_ Tx              = (*storage.Tx)(nil)
+	_ EvidenceReader  = (*storage.Tx)(nil)
+	_ SkipRangeReader = badgerStore{}
+	_ Frontier        = (*frontier.Frontier)(nil)
 )

@@ -319,7 +319,7 @@ func (e *Engine) commitSitemap(it *frontier.Item, p *storage.Page, res *fetch.Re
 				return err
 			}
 		}
-		if err := tx.PutPage(p); err != nil {
+		if err := e.putPage(tx, p); err != nil {
 			return err
 		}
 		if err := tx.DeleteQueue(it.Host, it.Seq); err != nil {

@@ -32,6 +32,7 @@ const auditBatch = 256
 type skipAudit struct {
 	released map[string]bool // URLs released (each at most once)
 	total    int
+	rounds   int // audits run (each reads every skip record once)
 }
 
 // auditEnd runs the audit when the run's workers stopped because the
@@ -67,6 +68,7 @@ func (e *Engine) releaseStandingSkips() (int, error) {
 	if e.audit.released == nil {
 		e.audit.released = map[string]bool{}
 	}
+	e.audit.rounds++
 	var recs []storage.Page
 	collect := func(p *storage.Page) error {
 		if p.Class == storage.ClassMirrorSkipped && !e.audit.released[p.URL] {
@@ -77,7 +79,7 @@ func (e *Engine) releaseStandingSkips() (int, error) {
 	if err := e.st.ForEachSkipped(e.sctx, collect); err != nil {
 		return 0, err
 	}
-	if err := e.st.ForEachPage(e.sctx, collect); err != nil {
+	if err := e.indexedPages(func(string) bool { return true }, collect); err != nil {
 		return 0, err
 	}
 	e.commitMu.Lock()

@@ -77,9 +77,22 @@ func (d *Detector) Similarities(key string, a, b []uint64) (resemblance, jaccard
 // where the pages are and records the difference in every worker's
 // detector, in the order of the crawl's mirror log.
 func (d *Detector) Measure(key string, a, b []uint64) (resemblance, jaccard float64, diff []uint64) {
-	slices.Sort(a)
-	slices.Sort(b)
-	a, b = slices.Compact(a), slices.Compact(b)
+	return d.MeasureSets(key, NewShingleSet(a), NewShingleSet(b))
+}
+
+// ShingleSet is a page's shingle hashes sorted ascending, without repeats:
+// made once (NewShingleSet) and compared with any number of others
+// (MeasureSets) without sorting again (issue 29).
+type ShingleSet []uint64
+
+// NewShingleSet sorts h in place, drops its repeats and returns it as a set.
+func NewShingleSet(h []uint64) ShingleSet {
+	slices.Sort(h)
+	return ShingleSet(slices.Compact(h))
+}
+
+// MeasureSets is Measure over sets made by NewShingleSet.
+func (d *Detector) MeasureSets(key string, a, b ShingleSet) (resemblance, jaccard float64, diff []uint64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var counts map[uint64]uint16

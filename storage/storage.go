@@ -123,6 +123,8 @@ type DB struct {
 	statfsFunc func(dir string) (free int64, err error)
 
 	damage *damageLog
+
+	pageScans, skipScans atomic.Int64 // ForEachPage and ForEachSkipped calls (FullScans)
 }
 
 // damageLog collects what a read-only store found damaged: the files Check
@@ -1077,8 +1079,14 @@ func (d *DB) Raw(id uint64) (request, response []byte, err error) {
 	return request, response, err
 }
 
+// FullScans returns how many scans over all page records (ForEachPage) and
+// over all skip records (ForEachSkipped) this DB ran: tests assert that a
+// crawl runs them a bounded number of times, not once per page (issue 29).
+func (d *DB) FullScans() (pages, skipped int64) { return d.pageScans.Load(), d.skipScans.Load() }
+
 // ForEachPage calls fn for every page record in id order.
 func (d *DB) ForEachPage(fn func(*Page) error) error {
+	d.pageScans.Add(1)
 	return d.scan([]byte("p/"), func(_, v []byte) error {
 		var p Page
 		if err := json.Unmarshal(v, &p); err != nil {
@@ -1090,7 +1098,21 @@ func (d *DB) ForEachPage(fn func(*Page) error) error {
 
 // ForEachSkipped calls fn for every skip record (class mirror_skipped).
 func (d *DB) ForEachSkipped(fn func(*Page) error) error {
+	d.skipScans.Add(1)
 	return d.scan([]byte("k/"), func(_, v []byte) error {
+		var p Page
+		if err := json.Unmarshal(v, &p); err != nil {
+			return err
+		}
+		return fn(&p)
+	})
+}
+
+// ForEachSkippedUnder calls fn for every skip record whose URL starts with
+// prefix, in URL order: a range read over the records' keys, not a scan of
+// all of them.
+func (d *DB) ForEachSkippedUnder(prefix string, fn func(*Page) error) error {
+	return d.scan([]byte("k/"+prefix), func(_, v []byte) error {
 		var p Page
 		if err := json.Unmarshal(v, &p); err != nil {
 			return err

@@ -71,6 +71,7 @@ type Store struct {
 var (
 	_ crawl.Store            = (*Store)(nil)
 	_ crawl.PausingStore     = (*Store)(nil)
+	_ crawl.LocalPageReader  = (*Store)(nil)
 	_ crawl.Tx               = (*seamTx)(nil)
 	_ crawl.SeenPrefetcher   = (*seamTx)(nil)
 	_ crawl.PagePrefetcher   = (*seamTx)(nil)
@@ -216,6 +217,10 @@ func (s *Store) pause(ctx context.Context, what string, paused *bool, err error)
 
 func (s *Store) GetMeta(_ context.Context, name string) ([]byte, error) { return s.db.GetMeta(name) }
 func (s *Store) PutMeta(_ context.Context, name string, v []byte) error { return s.db.PutMeta(name, v) }
+
+// LocalPage reads the record of a page this worker fetched
+// (crawl.LocalPageReader): storage.ErrNotFound for any other.
+func (s *Store) LocalPage(_ context.Context, id uint64) (*storage.Page, error) { return s.db.Page(id) }
 
 // Page reads the record of a page this worker fetched, or asks the worker
 // that keeps it (text.go; while Serve runs).
