@@ -10,23 +10,6 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
 )
 
-// recallFloor returns the least number of successes of n independent trials,
-// each succeeding with probability at least p, that a sound detector reaches
-// but with probability at most alpha: the largest k with
-// P(Binomial(n, p) < k) <= alpha (a sum of Bernoullis with success
-// probabilities >= p is stochastically at least Binomial(n, p)).
-func recallFloor(n int, p, alpha float64) int {
-	cdf := 0.0 // P(Bin(n, p) < k)
-	for k := 0; k <= n; k++ {
-		next := cdf + binomialPMF(n, k, p)
-		if next > alpha {
-			return k
-		}
-		cdf = next
-	}
-	return n
-}
-
 // TestBandRecall is the recall property of the whole pipeline (filter, band
 // stage, simhash, exact settlement) over band-limited pairs (BandPair: J
 // uniform in [0.80, 1], pages of 200 to 3,000 words), per 0.01 band of exact
@@ -38,7 +21,7 @@ func recallFloor(n int, p, alpha float64) int {
 //     each pair is dropped with probability at least Curve(b) (the
 //     candidate curve at the band's lower edge, a lower bound since the
 //     curve rises with J) times 1 - SettleMissBound; the count dropped must
-//     reach recallFloor at a false-failure probability of 1e-4 per run,
+//     reach RecallFloor at a false-failure probability of 1e-4 per run,
 //     shared by the bands of both pipelines (union bound).
 //
 // The seed is printed and set by HORSESHOE_SEED. At the default the band
@@ -116,7 +99,7 @@ func TestBandRecall(t *testing.T) {
 				p := d.Curve([]float64{edge})[0] * (1 - SettleMissBound)
 				floor := 0
 				if edge >= o.Threshold-1e-9 {
-					floor = recallFloor(n[k], p, alpha)
+					floor = RecallFloor(n[k], p, alpha)
 				}
 				fmt.Fprintf(&tab, "%.2f  %5d  %.3f   %.3f   %d\n", edge, n[k], float64(dropped[k])/float64(n[k]), p, floor)
 				if dropped[k] < floor {

@@ -115,14 +115,19 @@ func pairShape(target float64, w int) (n, c int) {
 // curvePair returns a page of n random words and a copy with c of them
 // replaced at positions at least w apart, looped (n >= w*c).
 func curvePair(rng *rand.Rand, n, c, w int) (a, b []string) {
-	a = make([]string, n)
-	for i := range a {
-		a[i] = strconv.FormatUint(rng.Uint64()>>12, 36)
-	}
-	b = slices.Clone(a)
+	a = BandWords(rng, n)
+	return a, replaceApart(rng, a, c, w)
+}
+
+// replaceApart returns a copy of a with c words replaced by new ones at
+// positions at least w apart, looped (len(a) >= w*c): exactly w*c looped
+// w-word shingles of each page are then not in the other.
+func replaceApart(rng *rand.Rand, a []string, c, w int) []string {
+	b := slices.Clone(a)
 	if c == 0 {
-		return a, b
+		return b
 	}
+	n := len(a)
 	// Gaps of w plus a share of the slack n - w*c: sorted offsets r_i in
 	// [0, slack] put replacement i at start + i*w + r_i.
 	slack := n - w*c
@@ -135,7 +140,13 @@ func curvePair(rng *rand.Rand, n, c, w int) (a, b []string) {
 	for i := range c {
 		b[(start+i*w+r[i])%n] = "x" + strconv.FormatUint(rng.Uint64()>>12, 36)
 	}
-	return a, b
+	return b
+}
+
+// bandReplacements is the number of words to replace, at least w apart, in
+// a page of n words for a copy at Jaccard close to target.
+func bandReplacements(n int, target float64, w int) int {
+	return int(math.Round(float64(n) * (1 - target) / (float64(w) * (1 + target))))
 }
 
 // BandPair returns a pair of pages whose looped w-word shingle sets have
@@ -152,11 +163,57 @@ func BandPair(rng *rand.Rand, jlo, jhi float64, minWords, maxWords, w int) (a, b
 	for {
 		n := minWords + rng.IntN(maxWords-minWords+1)
 		target := jlo + (jhi-jlo)*rng.Float64()
-		c := int(math.Round(float64(n) * (1 - target) / (float64(w) * (1 + target))))
+		c := bandReplacements(n, target, w)
 		if w*c > n {
 			continue
 		}
 		a, b = curvePair(rng, n, c, w)
 		return a, b, float64(n-w*c) / float64(n+w*c)
 	}
+}
+
+// BandCopy returns a copy of page a (looped w-word shingles, distinct words)
+// at a Jaccard similarity close to a J drawn uniformly from [jlo, jhi], by
+// BandPair's rule (c words replaced at least w apart), and that exact J,
+// (n - w*c) / (n + w*c) for a's n words. Copies of one page drawn one after
+// the other are copies of it each, not of each other: the dense webs of
+// internal/variantweb's band family.
+func BandCopy(rng *rand.Rand, a []string, jlo, jhi float64, w int) (b []string, j float64) {
+	n := len(a)
+	for {
+		target := jlo + (jhi-jlo)*rng.Float64()
+		c := bandReplacements(n, target, w)
+		if w*c > n {
+			continue
+		}
+		return replaceApart(rng, a, c, w), float64(n-w*c) / float64(n+w*c)
+	}
+}
+
+// BandWords returns a page of n random words (distinct but with probability
+// about n^2 / 2^53), as BandPair's pages are made.
+func BandWords(rng *rand.Rand, n int) []string {
+	a := make([]string, n)
+	for i := range a {
+		a[i] = strconv.FormatUint(rng.Uint64()>>12, 36)
+	}
+	return a
+}
+
+// RecallFloor returns the least number of successes of n independent
+// trials, each succeeding with probability at least p, that a sound
+// detector reaches but with probability at most alpha: the largest k with
+// P(Binomial(n, p) < k) <= alpha (a sum of Bernoullis with success
+// probabilities >= p is stochastically at least Binomial(n, p)). The recall
+// property tests' floor per band (TestBandRecall, the crawl of the band web).
+func RecallFloor(n int, p, alpha float64) int {
+	cdf := 0.0 // P(Bin(n, p) < k)
+	for k := 0; k <= n; k++ {
+		next := cdf + binomialPMF(n, k, p)
+		if next > alpha {
+			return k
+		}
+		cdf = next
+	}
+	return n
 }
