@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/horseshoe-crawler/horseshoe/dedup"
 	"github.com/horseshoe-crawler/horseshoe/frontier"
 	"github.com/horseshoe-crawler/horseshoe/internal/testtools/redistest"
 )
@@ -221,6 +222,92 @@ func TestMemoryPerItem(t *testing.T) {
 		}
 		if mc.page6.used > 300 {
 			t.Errorf("%d pages: %.1f bytes per indexed page, target 300", n, mc.page6.used)
+		}
+	}
+}
+
+// TestBandKeysMemory is issue 32's Redis memory per indexed page with the
+// candidate stage's band keys against the seeds' filter alone, through the
+// Index a shared crawl decides with (Crawl.NewIndex: a real dedup.Detector's
+// signatures of random pages of 200 words, turned into IndexPages as the
+// crawl does: 12 band keys at the default, 6 supershingle keys of which 2 must
+// agree with `dedup.bands: -1`), the index sized for n pages as a crawl sizes
+// it (Options.KeysPerPage at its default, 12) and, for the filter, as before
+// the stage (6). The cost is the growth of used_memory over n and MEMORY
+// USAGE by structure. The band keys must keep an indexed page within issue
+// 19's target of 300 bytes. n is 20,000, or each of HORSESHOE_REDIS_MEMORY.
+func TestBandKeysMemory(t *testing.T) {
+	sizes := []int{20_000}
+	if s := os.Getenv("HORSESHOE_REDIS_MEMORY"); s != "" {
+		sizes = nil
+		for _, f := range strings.Split(s, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				t.Fatalf("HORSESHOE_REDIS_MEMORY: %v", err)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	ctx := context.Background()
+	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
+	rdb := srv.Client(t)
+	if _, err := EnsureServerConfig(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	arms := []struct {
+		name        string
+		bands       int
+		keysPerPage int // 0: the crawl's default
+	}{{"bands", 0, 0}, {"filter", -1, 0}, {"filter-6", -1, 6}}
+	t.Logf("| pages | arm | keys a page | used_memory / MEMORY USAGE per page | exact, band or supershingle keys, record (MEMORY USAGE) | key buckets |")
+	for _, n := range sizes {
+		for ai, arm := range arms {
+			o := dedup.DefaultOptions()
+			o.Bands = arm.bands
+			det, err := dedup.New(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := fmt.Sprintf("b%d-%d", ai, n)
+			c, err := Open(ctx, rdb, name, Options{Pages: int64(n), KeysPerPage: arm.keysPerPage})
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := c.NewIndex(det, DedupOptions{StreamLen: -1})
+			pg := x.page(1, det.Sign(dedup.BandWords(rand.New(rand.NewPCG(1, 1)), 200)))
+			keys := len(pg.Keys) + len(pg.AnyKeys)
+			before := usedMemory(t, rdb)
+			var wg sync.WaitGroup
+			const workers = 4
+			for w := range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					rng := rand.New(rand.NewPCG(uint64(w), 5))
+					for i := w; i < n; i += workers {
+						sig := det.Sign(dedup.BandWords(rng, 200))
+						d, err := x.CheckAndAdd(ctx, uint64(10*i+1), sig, nil)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if d.Class != dedup.Unique {
+							t.Errorf("page %d of random words: %+v", i, d)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			f := float64(n)
+			tag := "hs:{" + name + "/d}:"
+			used := float64(usedMemory(t, rdb)-before) / f
+			t.Logf("| %d | %s | %d | %.1f / %.1f B | %.1f, %.1f, %.1f B | %d |", n, arm.name, keys, used,
+				float64(keysUsage(t, rdb, tag+"*"))/f, float64(keysUsage(t, rdb, tag+"x:*"))/f,
+				float64(keysUsage(t, rdb, tag+"k:*"))/f, float64(keysUsage(t, rdb, tag+"g:*"))/f, c.superBkts)
+			if used > 300 {
+				t.Errorf("%s, %d pages: %.1f bytes per indexed page, target 300", arm.name, n, used)
+			}
 		}
 	}
 }

@@ -1,0 +1,100 @@
+package dedup
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// BenchmarkBandStage is the candidate stage's own cost per page, beside the
+// seeds' filter's (issue 32; BENCHMARKS.md, "Issue 32: the candidate stage's
+// cost"):
+//
+//   - keys/bands: dedup.BandKeys of an 84-sample sketch (12 keys of 7
+//     samples); keys/filter: the filter's 15 subset keys of its 6
+//     supershingles (comboKey), what a page is keyed by with bands -1;
+//   - insert/*: one page's keys inserted into the supershingle index (12 or
+//     15 entries; merges amortized over b.N pages);
+//   - probe/*: one page's keys looked up in an index of 1 M pages keyed the
+//     same way (random keys: the lookups of a page with no candidate).
+func BenchmarkBandStage(b *testing.B) {
+	o := DefaultOptions()
+	d, err := New(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(21, 22))
+	sketches := make([][]uint64, 4096)
+	supers := make([][]uint64, len(sketches))
+	for i := range sketches {
+		sketches[i] = make([]uint64, o.Samples)
+		for j := range sketches[i] {
+			sketches[i][j] = rng.Uint64()
+		}
+		supers[i] = make([]uint64, d.filter.K)
+		d.sg.supershingles(sketches[i], supers[i])
+	}
+	bandKeys := func(i int, dst []uint64) []uint64 {
+		return BandKeys(sketches[i&4095], o.Bands, o.BandRows, dst[:0])
+	}
+	subsetKeys := func(i int, dst []uint64) []uint64 {
+		dst = dst[:0]
+		for c, idx := range d.combos {
+			dst = append(dst, comboKey(c, idx, supers[i&4095]))
+		}
+		return dst
+	}
+	arms := []struct {
+		name string
+		keys func(int, []uint64) []uint64
+	}{{"filter", subsetKeys}, {"bands", bandKeys}}
+	for _, arm := range arms {
+		b.Run("keys/"+arm.name, func(b *testing.B) {
+			var keys []uint64
+			i := 0
+			for b.Loop() {
+				keys = arm.keys(i, keys)
+				i++
+			}
+			b.ReportMetric(float64(len(keys)), "keys/page")
+		})
+	}
+	for _, arm := range arms {
+		b.Run("insert/"+arm.name, func(b *testing.B) {
+			s := newSuperIndex()
+			var keys []uint64
+			i := 0
+			for b.Loop() {
+				keys = arm.keys(i, keys)
+				for _, k := range keys {
+					s.insert(k, uint32(i))
+				}
+				i++
+			}
+		})
+	}
+	for _, arm := range arms {
+		b.Run("probe/"+arm.name, func(b *testing.B) {
+			pd, err := New(o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			fill := rand.New(rand.NewPCG(23, 24))
+			n := len(arm.keys(0, nil))
+			for slot := range uint32(1 << 20) {
+				for range n {
+					pd.super.insert(fill.Uint64(), slot)
+				}
+			}
+			var keys []uint64
+			hits := 0
+			i := 0
+			b.ResetTimer()
+			for b.Loop() {
+				keys = arm.keys(i, keys)
+				i++
+				pd.superCandidates(keys, func(uint32) bool { hits++; return true })
+			}
+			b.ReportMetric(float64(hits)/float64(b.N), "false-hits/op")
+		})
+	}
+}
