@@ -3,6 +3,7 @@ package dedup
 import (
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // BenchmarkBandStage is the candidate stage's own cost per page, beside the
@@ -16,6 +17,10 @@ import (
 //     15 entries; merges amortized over b.N pages);
 //   - probe/*: one page's keys looked up in an index of 1 M pages keyed the
 //     same way (random keys: the lookups of a page with no candidate).
+//
+// cpu-ns/page is the process's CPU time (getrusage) over the loop: on the
+// shared machine it moves less than ns/op. Run the arms alternating, one
+// process each (BENCHMARKS.md gives the loop).
 func BenchmarkBandStage(b *testing.B) {
 	o := DefaultOptions()
 	d, err := New(o)
@@ -51,10 +56,12 @@ func BenchmarkBandStage(b *testing.B) {
 		b.Run("keys/"+arm.name, func(b *testing.B) {
 			var keys []uint64
 			i := 0
+			c0 := cpuTime()
 			for b.Loop() {
 				keys = arm.keys(i, keys)
 				i++
 			}
+			reportCPU(b, c0)
 			b.ReportMetric(float64(len(keys)), "keys/page")
 		})
 	}
@@ -63,6 +70,7 @@ func BenchmarkBandStage(b *testing.B) {
 			s := newSuperIndex()
 			var keys []uint64
 			i := 0
+			c0 := cpuTime()
 			for b.Loop() {
 				keys = arm.keys(i, keys)
 				for _, k := range keys {
@@ -70,6 +78,7 @@ func BenchmarkBandStage(b *testing.B) {
 				}
 				i++
 			}
+			reportCPU(b, c0)
 		})
 	}
 	for _, arm := range arms {
@@ -88,13 +97,19 @@ func BenchmarkBandStage(b *testing.B) {
 			var keys []uint64
 			hits := 0
 			i := 0
-			b.ResetTimer()
+			c0 := cpuTime()
 			for b.Loop() {
 				keys = arm.keys(i, keys)
 				i++
 				pd.superCandidates(keys, func(uint32) bool { hits++; return true })
 			}
+			reportCPU(b, c0)
 			b.ReportMetric(float64(hits)/float64(b.N), "false-hits/op")
 		})
 	}
+}
+
+// reportCPU reports the process's CPU time since c0 per iteration.
+func reportCPU(b *testing.B, c0 time.Duration) {
+	b.ReportMetric(float64((cpuTime()-c0).Nanoseconds())/float64(b.N), "cpu-ns/page")
 }

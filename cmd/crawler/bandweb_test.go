@@ -70,6 +70,42 @@ func TestBandWebRecall(t *testing.T) {
 	if err := bw.Write(filepath.Join(dir, "web")); err != nil {
 		t.Fatal(err)
 	}
+	// The pages by host and path, with their shingle sets (the tokens hold no URL).
+	byKey := map[string]*variantweb.BandPage{}
+	shingles := map[string][]uint64{}
+	for i := range bw.Pages {
+		p := &bw.Pages[i]
+		k := p.Host + p.Path
+		byKey[k] = p
+		if shingles[k], err = variantweb.Shingles(p.Body, "http://"+k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pipelines := []struct {
+		name  string
+		bands int
+	}{{"default", 0}, {"filter-only", -1}}
+	alpha := 1e-4 / float64(len(pipelines)*10) // 10 bands a crawl
+	for _, pl := range pipelines {
+		t.Run(pl.name, func(t *testing.T) {
+			t.Parallel() // each crawl its own servers of the one web
+			crawlBandWebRecall(t, bw, dir, pl.name, pl.bands, byKey, shingles, alpha)
+		})
+	}
+}
+
+// crawlBandWebRecall serves the band web written under dir/web, crawls it
+// with dedup.bands set (0: the default), and checks TestBandWebRecall's
+// properties, each band's recall at false-failure probability alpha.
+func crawlBandWebRecall(t *testing.T, bw *variantweb.BandWeb, dir, name string, bandsOpt int,
+	byKey map[string]*variantweb.BandPage, shingles map[string][]uint64, alpha float64) {
+	const lo, bands = 0.90, 10
+	o := dedup.DefaultOptions()
+	o.Bands = bandsOpt
+	det, err := dedup.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
 	w, err := loopweb.Start(filepath.Join(dir, "web"), loopweb.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -80,101 +116,81 @@ func TestBandWebRecall(t *testing.T) {
 		seeds = append(seeds, w.URL(s[0], s[1]))
 	}
 	byURL := map[string]*variantweb.BandPage{}
-	shingles := map[string][]uint64{}
-	for i := range bw.Pages {
-		p := &bw.Pages[i]
+	keyOf := map[string]string{}
+	for k, p := range byKey {
 		u := w.URL(p.Host, p.Path)
-		byURL[u] = p
-		if shingles[u], err = variantweb.Shingles(p.Body, u); err != nil {
-			t.Fatal(err)
+		byURL[u], keyOf[u] = p, k
+	}
+	d := crawlBandWeb(t, dir, name, bandsOpt, seeds)
+
+	// Every page recorded, none fetched twice.
+	fetched := map[string]int{}
+	for _, r := range w.Requests() {
+		if r.Path != "/robots.txt" {
+			fetched[r.Host+" "+r.Path]++
 		}
 	}
-	pipelines := []struct {
-		name  string
-		bands int
-	}{{"default", 0}, {"filter-only", -1}}
-	const lo, bands = 0.90, 10
-	alpha := 1e-4 / float64(len(pipelines)*bands)
-	for _, pl := range pipelines {
-		o := dedup.DefaultOptions()
-		o.Bands = pl.bands
-		det, err := dedup.New(o)
-		if err != nil {
-			t.Fatal(err)
+	for k, n := range fetched {
+		if n > 1 {
+			t.Errorf("%s fetched %d times", k, n)
 		}
-		from := len(w.Requests())
-		d := crawlBandWeb(t, dir, pl.name, pl.bands, seeds)
-
-		// Every page recorded, none fetched twice.
-		fetched := map[string]int{}
-		for _, r := range w.Requests()[from:] {
-			if r.Path != "/robots.txt" {
-				fetched[r.Host+" "+r.Path]++
-			}
+	}
+	pages := pagesByURL(&d)
+	var n, dropped [bands]int
+	below, belowDropped := 0, 0
+	for u, p := range byURL {
+		rp, ok := pages[u]
+		if !ok || rp.Status != 200 {
+			t.Errorf("%s not recorded (or not fetched: %+v)", u, rp)
+			continue
 		}
-		for k, n := range fetched {
-			if n > 1 {
-				t.Errorf("%s: %s fetched %d times", pl.name, k, n)
-			}
-		}
-		pages := pagesByURL(&d)
-		var n, dropped [bands]int
-		var below, joinedBelow int
-		for u, p := range byURL {
-			rp, ok := pages[u]
-			if !ok || rp.Status != 200 {
-				t.Errorf("%s: %s not recorded (or not fetched: %+v)", pl.name, u, rp)
+		drop := rp.Class == report.ClassNearDuplicate || rp.Class == report.ClassExactDuplicate
+		if drop {
+			if _, ok := byURL[rp.DuplicateOf]; !ok {
+				t.Errorf("%s dropped as a copy of %q, not a page of the web", u, rp.DuplicateOf)
 				continue
 			}
-			drop := rp.Class == report.ClassNearDuplicate || rp.Class == report.ClassExactDuplicate
+			if j := dedup.ExactJaccard(shingles[keyOf[u]], shingles[keyOf[rp.DuplicateOf]]); j < o.Threshold-1e-12 {
+				t.Errorf("%s dropped as a copy of %s at J %.4f < %g", u, rp.DuplicateOf, j, o.Threshold)
+			}
+		} else if rp.Class != report.ClassUnique {
+			t.Errorf("%s is %s", u, rp.Class)
+		}
+		switch {
+		case p.Source == "":
 			if drop {
-				if _, ok := byURL[rp.DuplicateOf]; !ok {
-					t.Errorf("%s: %s dropped as a copy of %q, not a page of the web", pl.name, u, rp.DuplicateOf)
-					continue
-				}
-				if j := dedup.ExactJaccard(shingles[u], shingles[rp.DuplicateOf]); j < o.Threshold-1e-12 {
-					t.Errorf("%s: %s dropped as a copy of %s at J %.4f < %g", pl.name, u, rp.DuplicateOf, j, o.Threshold)
-				}
-			} else if rp.Class != report.ClassUnique {
-				t.Errorf("%s: %s is %s", pl.name, u, rp.Class)
+				t.Errorf("source %s dropped (as a copy of %s)", u, rp.DuplicateOf)
 			}
-			if p.Source == "" {
-				if drop && p.Words > 0 {
-					t.Errorf("%s: source %s dropped (as a copy of %s)", pl.name, u, rp.DuplicateOf)
-				}
-				continue
+		case p.J < o.Threshold:
+			below++ // dropped only as a copy of a page at J >= 0.90 (checked above)
+			if drop {
+				belowDropped++
 			}
-			if p.J < o.Threshold {
-				below++
-				if drop && rp.DuplicateOf == w.URL(p.Host, p.Source) {
-					joinedBelow++ // the precision check above reports it
-				}
-				continue
-			}
+		default:
 			k := variantweb.BandOf(p.J) - 90
 			n[k]++
 			if drop {
 				dropped[k]++
 			}
 		}
-		var tab strings.Builder
-		fmt.Fprintf(&tab, "band   copies  recall  theory  floor\n")
-		for k := range bands {
-			edge := lo + float64(k)/100
-			if n[k] == 0 {
-				continue
-			}
-			p := det.Curve([]float64{edge})[0] * (1 - dedup.SettleMissBound)
-			floor := dedup.RecallFloor(n[k], p, alpha)
-			fmt.Fprintf(&tab, "%.2f  %6d  %.3f   %.4f  %d\n", edge, n[k], float64(dropped[k])/float64(n[k]), p, floor)
-			if dropped[k] < floor {
-				t.Errorf("%s: band %.2f: %d of %d copies dropped, want at least %d (curve %.5f at the band's edge, false failure <= %.0e)",
-					pl.name, edge, dropped[k], n[k], floor, p, alpha)
-			}
-		}
-		t.Logf("%s (seed %d, %d pages, %d copies below %g, %d of them joined to their source):\n%s",
-			pl.name, seed, len(bw.Pages), below, o.Threshold, joinedBelow, tab.String())
 	}
+	var tab strings.Builder
+	fmt.Fprintf(&tab, "band   copies  recall  theory  floor\n")
+	for k := range bands {
+		edge := lo + float64(k)/100
+		if n[k] == 0 {
+			continue
+		}
+		p := det.Curve([]float64{edge})[0] * (1 - dedup.SettleMissBound)
+		floor := dedup.RecallFloor(n[k], p, alpha)
+		fmt.Fprintf(&tab, "%.2f  %6d  %.3f   %.4f  %d\n", edge, n[k], float64(dropped[k])/float64(n[k]), p, floor)
+		if dropped[k] < floor {
+			t.Errorf("band %.2f: %d of %d copies dropped, want at least %d (curve %.5f at the band's edge, false failure <= %.0e)",
+				edge, dropped[k], n[k], floor, p, alpha)
+		}
+	}
+	t.Logf("%s (seed %d, %d pages; of %d copies below %g to their source, %d dropped as copies of a page at J >= %g):\n%s",
+		name, bw.Seed, len(bw.Pages), below, o.Threshold, belowDropped, o.Threshold, tab.String())
 }
 
 // crawlBandWeb crawls the band web from seeds with 16 workers and
