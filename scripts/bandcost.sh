@@ -12,15 +12,17 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(mktemp -d)/crawler.test
 trap 'rm -rf "$(dirname "$bin")"' EXIT
 (cd "$root/cmd/crawler" && go test -tags e2e -c -o "$bin" .)
-one() { # arm -> cpu-us/request
+one() { # arm -> "cpu-us/request requests"
 	(cd "$root/cmd/crawler" && "$bin" -test.run '^$' -test.bench "^BenchmarkCrawlBands\$/^$web\$/^$1\$" -test.benchtime 1x) |
-		awk '/cpu-us\/request/ { for (i = 1; i <= NF; i++) if ($(i+1) == "cpu-us/request") print $i }'
+		awk '/cpu-us\/request/ { for (i = 1; i <= NF; i++) { if ($(i+1) == "cpu-us/request") c = $i; if ($(i+1) == "requests/crawl") r = $i }; print c, r }'
 }
 ratios=()
 for p in $(seq 1 "$pairs"); do
 	if ((p % 2)); then f=$(one filter); b=$(one bands); else b=$(one bands); f=$(one filter); fi
-	r=$(awk -v b="$b" -v f="$f" 'BEGIN { printf "%.3f", b / f }')
+	read -r fc fr <<<"$f"
+	read -r bc br <<<"$b"
+	r=$(awk -v b="$bc" -v f="$fc" 'BEGIN { printf "%.3f", b / f }')
 	ratios+=("$r")
-	echo "pair $p: filter $f, bands $b cpu-us/request, ratio $r"
+	echo "pair $p: filter $fc, bands $bc cpu-us/request ($fr, $br requests), ratio $r"
 done
 printf '%s\n' "${ratios[@]}" | sort -n | awk '{ a[NR] = $1 } END { m = (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2; printf "median paired ratio bands/filter: %.3f (%d pairs, range %s-%s)\n", m, NR, a[1], a[NR] }'
