@@ -6,6 +6,7 @@
 # each pair's cpu-us/request, the paired ratios bands/filter and their median.
 #   bash scripts/bandcost.sh corpus 5
 set -euo pipefail
+export HORSESHOE_BENCH_CORPUS=1
 web=${1:-corpus}
 pairs=${2:-5}
 root=$(cd "$(dirname "$0")/.." && pwd)

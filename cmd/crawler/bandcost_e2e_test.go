@@ -22,7 +22,8 @@ import (
 // "corpus" (the real corpus from internal/testweb, the 15 prefixes of its
 // manifest as seeds, links to its hosts rewritten to the servers' ports) and
 // "bandweb" (the band web of TestBandWebRecall, seed 1: 2,684 pages, three in
-// four a near copy at J in [0.80, 1], where the stage settles most). Run the
+// four a near copy at J in [0.80, 1], where the stage settles most; "corpus"
+// runs only with HORSESHOE_BENCH_CORPUS=1). Run the
 // arms alternating, one process each, and take medians (BENCHMARKS.md,
 // "Issue 32: the candidate stage's cost").
 func BenchmarkCrawlBands(b *testing.B) {
@@ -32,6 +33,10 @@ func BenchmarkCrawlBands(b *testing.B) {
 		start func(b *testing.B) (*loopweb.Web, []string)
 	}{
 		{"corpus", func(b *testing.B) (*loopweb.Web, []string) {
+			if os.Getenv("HORSESHOE_BENCH_CORPUS") == "" {
+				// Not in make bench-smoke: two corpus crawls of 30-60 s.
+				b.Skip("crawls the whole corpus: set HORSESHOE_BENCH_CORPUS=1 (scripts/bandcost.sh does)")
+			}
 			root, manifest := testweb.NeedCorpus(b)
 			w, err := loopweb.Start(root, loopweb.Options{})
 			if err != nil {
