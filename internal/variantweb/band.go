@@ -144,7 +144,7 @@ func (bw *BandWeb) Seeds() [][2]string {
 	return out
 }
 
-// Write lays the web out for testweb.Start under dir (dir/<host>/<path>).
+// Write lays the web out for loopweb.Start under dir (dir/<host>/<path>).
 func (bw *BandWeb) Write(dir string) error {
 	var errs []error
 	for _, p := range bw.Pages {
