@@ -123,6 +123,7 @@ type DB struct {
 	statfsFunc func(dir string) (free int64, err error)
 
 	damage *damageLog
+	rel    *releaser // of a writable store: its mapped pages (release.go)
 }
 
 // damageLog collects what a read-only store found damaged: the files Check
@@ -286,6 +287,9 @@ func Open(dir string, o Options) (*DB, error) {
 		next = 1
 	}
 	d.nextID.Store(next)
+	if !o.ReadOnly {
+		d.rel = newReleaser(bo.MemTableSize, mappedRelease(dir, logger))
+	}
 	return d, nil
 }
 
@@ -410,7 +414,10 @@ func (d *DB) checkSpace() error {
 }
 
 // Close flushes and closes the store.
-func (d *DB) Close() error { return d.db.Close() }
+func (d *DB) Close() error {
+	d.rel.close()
+	return d.db.Close()
+}
 
 // GetMeta returns the metadata value name.
 func (d *DB) GetMeta(name string) ([]byte, error) { return d.get(metaKey(name)) }
@@ -703,6 +710,7 @@ func (t *Tx) apply(op txnOp) error {
 	if op.delete {
 		return t.txn.Delete(op.key)
 	}
+	t.d.rel.wrote(len(op.key) + len(op.value))
 	return t.txn.Set(op.key, op.value)
 }
 
