@@ -18,13 +18,13 @@ import (
 // at any time. A crawler that writes with write(2), as wget does, leaves
 // them in the page cache, outside its RSS.
 //
-// The releaser puts the store on that footing: after each releaseEvery
-// bytes written, a goroutine asks the kernel to reclaim the pages of the
-// store's value logs and tables (MADV_PAGEOUT, see release_linux.go). It
-// is advice, never a change of content: a page read again is read back from
-// the file (or the page cache), and dirty pages are written back first.
-// Badger's write-ahead logs (.mem) are left alone: they are bounded (one per
-// memtable) and written all the time.
+// The releaser puts the store on that footing: after each memtable's worth
+// of bytes written, a goroutine asks the kernel to reclaim the pages of the
+// store's value logs, tables and write-ahead logs (.mem, appended to and
+// read only to replay them after a crash) with MADV_PAGEOUT (see
+// release_linux.go). It is advice, never a change of content: a page read
+// again is read back from the file (or the page cache), and dirty pages are
+// written back first.
 
 // releaser runs release after every `every` bytes written, on a goroutine
 // that Close stops.
@@ -88,7 +88,7 @@ func (r *releaser) close() {
 type addrRange struct{ start, end uintptr }
 
 // storeMappings picks out of maps (the text of /proc/self/maps) the shared
-// mappings of the value log and table files in dir (an absolute path with
+// mappings of the value log, table and write-ahead log files in dir (an absolute path with
 // symbolic links resolved, as the kernel writes it). Files deleted while
 // mapped are left out: Badger unmaps them.
 func storeMappings(maps []byte, dir string) []addrRange {
@@ -116,7 +116,7 @@ func storeMappings(maps []byte, dir string) []addrRange {
 		if len(f[1]) != 4 || f[1][3] != 's' || filepath.Dir(path) != dir {
 			continue
 		}
-		if ext := filepath.Ext(path); ext != ".vlog" && ext != ".sst" {
+		if ext := filepath.Ext(path); ext != ".vlog" && ext != ".sst" && ext != ".mem" {
 			continue
 		}
 		lo, hi, ok := strings.Cut(f[0], "-")

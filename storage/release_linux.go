@@ -12,7 +12,7 @@ import (
 )
 
 // mappedRelease returns the release of a writable store in dir (see
-// releaser): MADV_PAGEOUT over each mapping of its value logs and tables.
+// releaser): MADV_PAGEOUT over each mapping of its value logs, tables and write-ahead logs.
 // The advice never changes what a mapping reads, whatever it maps by the
 // time it is given (a file Badger unmapped in between, even memory mapped
 // again at that address since), so the list read from /proc/self/maps may

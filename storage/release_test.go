@@ -20,10 +20,11 @@ func TestStoreMappings(t *testing.T) {
 		"7f0040000000-7f0040100000 r--s 00000000 08:01 25 /data/crawl2/000001.sst\n" +
 		"7f0050000000-7f0050100000 r--s 00000000 08:01 26 /data/crawl/sub/000001.sst\n" +
 		"7f0060000000-7f0060100000 r--p 00000000 08:01 27 /data/crawl/000007.sst\n" +
+		"7f0068000000-7f0068100000 rw-s 00000000 08:01 29 /data/crawl/MANIFEST\n" +
 		"7f0070000000-7f0070200000 rw-p 00000000 00:00 0 \n" +
 		"7f0080000000-7f0080100000 r--s 00000000 08:01 28 /data/crawl/000009.sst"
 	got := storeMappings([]byte(maps), "/data/crawl")
-	want := []addrRange{{0x7f0000000000, 0x7f0008000000}, {0x7f0010000000, 0x7f0010100000}, {0x7f0080000000, 0x7f0080100000}}
+	want := []addrRange{{0x7f0000000000, 0x7f0008000000}, {0x7f0010000000, 0x7f0010100000}, {0x7f0020000000, 0x7f0021000000}, {0x7f0080000000, 0x7f0080100000}}
 	if len(got) != len(want) {
 		t.Fatalf("storeMappings = %x, want %x", got, want)
 	}
