@@ -31,6 +31,7 @@ type crawlFlags struct {
 	recrawl             bool
 	serve               string
 	cpuProfile          string
+	memProfile          string
 	set                 map[string]bool
 	shared              sharedFlags
 }
@@ -50,6 +51,7 @@ func parseCrawlFlags(args []string, stderr io.Writer) (*crawlFlags, []string, er
 	fs.BoolVar(&cf.recrawl, "recrawl", false, "revisit the pages of the earlier crawl in --data with conditional requests and class their changes")
 	fs.StringVar(&cf.serve, "serve", "", "serve the live HTML report and /metrics on this address during the crawl, e.g. 127.0.0.1:8080")
 	fs.StringVar(&cf.cpuProfile, "cpuprofile", "", "write a CPU profile of the crawl to this file")
+	fs.StringVar(&cf.memProfile, "memprofile", "", "write a heap profile of the crawl's end to this file, and one of its largest live heap to FILE.peak")
 	fs.StringVar(&cf.shared.redis, "redis", "", "work on a crawl shared through Redis: redis://[:PASSWORD@]HOST:PORT/DB or rediss:// (TLS); --data keeps this worker's pages")
 	fs.StringVar(&cf.shared.name, "crawl", "", "with --redis: the name of the shared crawl")
 	fs.StringVar(&cf.shared.ca, "redis-ca", "", "with a rediss:// URL: PEM file of the certificates to trust (default: the system's)")
@@ -61,7 +63,7 @@ func parseCrawlFlags(args []string, stderr io.Writer) (*crawlFlags, []string, er
 	return cf, fs.Args(), nil
 }
 
-func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	cf, rest, err := parseCrawlFlags(args, stderr)
 	if err != nil {
 		return err
@@ -82,11 +84,15 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	ui := console.NewUI(stderr, cf.quiet)
 	logger := console.NewLogger(ui, cf.quiet)
-	stopProfile, err := console.StartProcess(cf.cpuProfile)
+	stopProfile, err := console.StartProcess(console.Profiles{CPU: cf.cpuProfile, Mem: cf.memProfile})
 	if err != nil {
 		return err
 	}
-	defer stopProfile()
+	defer func() {
+		if perr := stopProfile(); err == nil && perr != nil {
+			err = perr
+		}
+	}()
 	if cf.recrawl && cf.shared.redis != "" {
 		return usageError{errors.New("--recrawl works on one data dir, not on a crawl shared through --redis")}
 	}
