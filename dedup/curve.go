@@ -175,7 +175,8 @@ func BandPair(rng *rand.Rand, jlo, jhi float64, minWords, maxWords, w int) (a, b
 // BandCopy returns a copy of page a (looped w-word shingles, distinct words)
 // at a Jaccard similarity close to a J drawn uniformly from [jlo, jhi], by
 // BandPair's rule (c words replaced at least w apart), and that exact J,
-// (n - w*c) / (n + w*c) for a's n words. Copies of one page drawn one after
+// (n - w*c) / (n + w*c) for a's n words, which is inside [jlo, jhi] whenever
+// a whole number of replacements reaches it. Copies of one page drawn one after
 // the other are copies of it each, not of each other: the dense webs of
 // internal/variantweb's band family.
 func BandCopy(rng *rand.Rand, a []string, jlo, jhi float64, w int) (b []string, j float64) {
@@ -186,7 +187,17 @@ func BandCopy(rng *rand.Rand, a []string, jlo, jhi float64, w int) (b []string, 
 		if w*c > n {
 			continue
 		}
-		return replaceApart(rng, a, c, w), float64(n-w*c) / float64(n+w*c)
+		// Rounding c can land just outside [jlo, jhi] (0.7929 for a target
+		// near 0.80): the nearest count inside, when there is one (c = 0,
+		// J = 1, is inside whenever jhi = 1).
+		jOf := func(c int) float64 { return float64(n-w*c) / float64(n+w*c) }
+		for c > 0 && jOf(c) < jlo {
+			c--
+		}
+		for jOf(c) > jhi && w*(c+1) <= n && jOf(c+1) >= jlo {
+			c++
+		}
+		return replaceApart(rng, a, c, w), jOf(c)
 	}
 }
 
