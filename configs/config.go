@@ -10,7 +10,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"strings"
 	"time"
@@ -184,23 +183,17 @@ func Default() Config {
 // Load reads the YAML file at path over the defaults. An empty path gives the
 // defaults. Load decodes only: crawl.Validate checks the values.
 func Load(path string) (Config, error) {
-	c := Default()
-	if path == "" {
-		return c, nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return c, fmt.Errorf("cannot read config: %w", err)
-	}
-	if err := decode(b, &c); err != nil {
-		return c, fmt.Errorf("config %s: %w", path, err)
-	}
-	return c, nil
+	c, _, err := LoadWhere(path)
+	return c, err
 }
 
 // decode reads the YAML document b over c. It reports every unknown key and
 // every value of the wrong type at once, each with its line, column and key.
-func decode(b []byte, c *Config) error {
+func decode(b []byte, c *Config) error { return decodeWhere(b, c, nil) }
+
+// decodeWhere is decode, and notes in where (when not nil) the line of each
+// key the document sets.
+func decodeWhere(b []byte, c *Config, where Where) error {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return err // not YAML: yaml's message names the line
@@ -209,7 +202,7 @@ func decode(b []byte, c *Config) error {
 		return nil // empty file: defaults
 	}
 	var errs []error
-	decodeNode(doc.Content[0], reflect.ValueOf(c).Elem(), "", &errs)
+	decodeNode(doc.Content[0], reflect.ValueOf(c).Elem(), "", where, &errs)
 	return errors.Join(errs...)
 }
 
@@ -217,7 +210,7 @@ var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
 
 // decodeNode decodes n into v, the option or section named key: a section
 // key by key, an option with yaml's decoder.
-func decodeNode(n *yaml.Node, v reflect.Value, key string, errs *[]error) {
+func decodeNode(n *yaml.Node, v reflect.Value, key string, where Where, errs *[]error) {
 	at := func(n *yaml.Node, format string, a ...any) {
 		*errs = append(*errs, fmt.Errorf("line %d, column %d: "+format, append([]any{n.Line, n.Column}, a...)...))
 	}
@@ -258,7 +251,10 @@ func decodeNode(n *yaml.Node, v reflect.Value, key string, errs *[]error) {
 			at(k, "unknown key %s", name)
 			continue
 		}
-		decodeNode(val, f, name, errs)
+		if where != nil {
+			where[name] = fmt.Sprintf("line %d", k.Line)
+		}
+		decodeNode(val, f, name, where, errs)
 	}
 }
 

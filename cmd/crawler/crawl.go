@@ -102,26 +102,31 @@ func cmdCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 
 // crawlConfig loads the config file and applies the flags that override it.
 func crawlConfig(cf *crawlFlags) (configs.Config, error) {
-	cfg, err := loadConfig(cf.config)
+	cfg, where, err := loadConfigWhere(cf.config)
 	if err != nil {
 		return cfg, err
 	}
 	if cf.set["delay"] {
 		cfg.Politeness.Delay = configs.Duration(cf.delay)
+		where["politeness.delay"] = "--delay"
 		if cfg.Politeness.MaxDelay < cfg.Politeness.Delay {
 			cfg.Politeness.MaxDelay = cfg.Politeness.Delay
+			where["politeness.max_delay"] = "--delay"
 		}
 	}
 	if cf.set["max-pages"] {
 		cfg.Crawl.MaxPages = cf.maxPages
+		where["crawl.max_pages"] = "--max-pages"
 	}
 	if cf.set["max-depth"] {
 		cfg.Crawl.MaxDepth = cf.maxDepth
+		where["crawl.max_depth"] = "--max-depth"
 	}
 	if cf.set["workers"] {
 		cfg.Crawl.Workers = cf.workers
+		where["crawl.workers"] = "--workers"
 	}
-	if err := crawl.Validate(cfg); err != nil {
+	if err := configs.Attribute(cfg, where, crawl.Validate); err != nil {
 		return cfg, usageError{fmt.Errorf("invalid options: %w", err)}
 	}
 	return cfg, nil
@@ -130,16 +135,24 @@ func crawlConfig(cf *crawlFlags) (configs.Config, error) {
 // loadConfig reads the config file at path (none: the defaults) and checks
 // its values; either failure is a usage error.
 func loadConfig(path string) (configs.Config, error) {
-	cfg, err := configs.Load(path)
+	cfg, _, err := loadConfigWhere(path)
+	return cfg, err
+}
+
+// loadConfigWhere is loadConfig, and where each option was set. Each
+// complaint about a value names its key and the line that set it
+// (configs.Attribute).
+func loadConfigWhere(path string) (configs.Config, configs.Where, error) {
+	cfg, where, err := configs.LoadWhere(path)
 	if err == nil {
-		if err = crawl.Validate(cfg); err != nil && path != "" {
+		if err = configs.Attribute(cfg, where, crawl.Validate); err != nil && path != "" {
 			err = fmt.Errorf("config %s: %w", path, err)
 		}
 	}
 	if err != nil {
-		return cfg, usageError{err}
+		return cfg, where, usageError{err}
 	}
-	return cfg, nil
+	return cfg, where, nil
 }
 
 // asUsage marks the refusals of the session and the configuration's faults
