@@ -13,7 +13,6 @@ import (
 
 	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
 	"github.com/horseshoe-crawler/horseshoe/internal/variantweb"
-	"github.com/horseshoe-crawler/horseshoe/mirror"
 	"github.com/horseshoe-crawler/horseshoe/report"
 )
 
@@ -281,11 +280,10 @@ func crawlVariant(t *testing.T, v *variantweb.Variant, variantFirst bool) []stri
 		// and whether a pick is met before the mirror's decision is a matter
 		// of fetch order. Which pages can be picked follows from the
 		// defaults' seed and rate alone.
-		lo := mirror.DefaultLinkOptions()
 		req, picks := 0, 0
 		for _, r := range w.RequestsTo(ip) {
 			if k, ok := normal(w.BaseURL(ip) + r.Path); ok && strings.HasPrefix(k, w.BaseURL(ip)+"/") {
-				if pg := pages[k]; pg != nil && pg.twin != "" && mirror.PickPair(lo.Seed, lo.Rate(), k, pg.twin) {
+				if pg := pages[k]; pg != nil && pg.twin != "" && linkMonitorPick(k, pg.twin) {
 					picks++
 					continue
 				}
