@@ -7,17 +7,14 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
 )
 
 var setsSeed = flag.Uint64("sets.seed", 0, "seed of TestMeasureSetsAsBefore (0: a new one, printed)")
 
 func setsRand(t *testing.T) *rand.Rand {
-	seed := *setsSeed
-	if seed == 0 {
-		seed = rand.Uint64()
-	}
-	t.Logf("seed %d (-sets.seed to replay)", seed)
-	return rand.New(rand.NewPCG(seed, 29))
+	return rand.New(rand.NewPCG(testtools.FlagSeed(t, *setsSeed, "sets.seed"), 29))
 }
 
 // measureByMaps is what Measure is defined to return, computed with maps and
