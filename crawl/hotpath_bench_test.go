@@ -7,13 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/configs"
 	"github.com/horseshoe-crawler/horseshoe/crawl"
 	"github.com/horseshoe-crawler/horseshoe/internal/loopweb"
+	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
 	"github.com/horseshoe-crawler/horseshoe/internal/testweb"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
@@ -95,13 +95,6 @@ func startCorpusChild(b *testing.B) (seeds []string, stop func()) {
 	return seeds, stop
 }
 
-// cpuTime is the process's user plus system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // BenchmarkCorpusCrawl crawls the shared corpus (its manifest's seeds, served
 // on loopback by a child process) with the crawler's default configuration
 // and no politeness delay, into a fresh store per iteration, and reports the
@@ -129,7 +122,7 @@ func BenchmarkCorpusCrawl(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		before := cpuTime()
+		before := testtools.ProcessCPU()
 		if _, err := c.Engine.Seed(seeds); err != nil {
 			b.Fatal(err)
 		}
@@ -138,7 +131,7 @@ func BenchmarkCorpusCrawl(b *testing.B) {
 			b.Fatal(err)
 		}
 		cancel()
-		cpu += cpuTime() - before
+		cpu += testtools.ProcessCPU() - before
 		b.StopTimer()
 		reqs += c.Engine.Requests()
 		db.ForEachPage(func(*storage.Page) error { pages++; return nil })

@@ -334,19 +334,12 @@ func (m *mirrorRules) compare(ct *commitTx, p *storage.Page, doc *parse.Document
 		return mine
 	}
 	for _, cp := range cps {
-		id, seen, err := ct.tx.SeenID(cp.URL)
+		rec, err := fetchedRecord(ct.tx, cp.URL)
 		if err != nil {
 			return err
 		}
-		if !seen {
-			continue
-		}
-		rec, err := ct.tx.GetPage(id)
-		if err == storage.ErrNotFound {
-			continue // queued: compared when it is fetched
-		}
-		if err != nil {
-			return err
+		if rec == nil {
+			continue // unknown, or queued: compared when it is fetched
 		}
 		if !hasContent(rec) || !hasContent(p) {
 			continue
@@ -375,6 +368,24 @@ func (m *mirrorRules) compare(ct *commitTx, p *storage.Page, doc *parse.Document
 		m.evidence(ct, mirrorEvidence{Observe: p.URL})
 	}
 	return nil
+}
+
+// fetchedRecord returns the record of u, a counterpart compare and lacks
+// walk to, if u has one: nil (and no error) when u is not in the seen set,
+// or is but has no record yet (queued).
+func fetchedRecord(tx interface {
+	SeenSet
+	PageRecords
+}, u string) (*storage.Page, error) {
+	id, seen, err := tx.SeenID(u)
+	if err != nil || !seen {
+		return nil, err
+	}
+	rec, err := tx.GetPage(id)
+	if err == storage.ErrNotFound {
+		return nil, nil
+	}
+	return rec, err
 }
 
 // originalWords is the length of the page on the original's side of a pair
@@ -535,19 +546,12 @@ func (m *mirrorRules) lacks(ct *commitTx, p *storage.Page) error {
 	}
 	var ls []mirrorLack
 	for _, cp := range m.det.Counterparts(p.URL) {
-		id, seen, err := ct.tx.SeenID(cp.URL)
+		rec, err := fetchedRecord(ct.tx, cp.URL)
 		if err != nil {
 			return err
 		}
-		if !seen {
-			continue
-		}
-		rec, err := ct.tx.GetPage(id)
-		if err == storage.ErrNotFound {
-			continue // queued: the evidence is recorded when it is fetched
-		}
-		if err != nil {
-			return err
+		if rec == nil {
+			continue // unknown, or queued: the evidence is recorded when it is fetched
 		}
 		switch {
 		case served && lacking(rec):

@@ -134,8 +134,12 @@ func TestNearLinkMonitor(t *testing.T) {
 	}
 }
 
-func checkNearLinkMonitor(t *testing.T, v twoVersions, rate float64, sampleSeed uint64) {
-	ips := [2]string{"127.0.0.171", "127.0.0.172"}
+// crawlNearMonitored serves the two versions of v on ips (version 1 on
+// ips[0]) and crawls both from their index with mirror detection off, the
+// near-duplicate link rules on and the link monitor at rate with sampleSeed.
+// It returns the crawl, the servers' shared request log and the two bases.
+func crawlNearMonitored(t *testing.T, v twoVersions, ips [2]string, rate float64, sampleSeed uint64) (crawlResult, *hitLog, [2]string) {
+	t.Helper()
 	log := &hitLog{}
 	s1 := startServer(t, ips[0], v.site(1).handler(), log)
 	s2 := startServer(t, ips[1], v.site(2).handler(), log)
@@ -144,6 +148,12 @@ func checkNearLinkMonitor(t *testing.T, v twoVersions, rate float64, sampleSeed 
 		c.Crawl.SkipDuplicateLinks, c.Mirror.Enabled = true, false
 		c.Mirror.Policy, c.Mirror.LinkSample, c.Mirror.SampleSeed = "skip", rate, sampleSeed
 	}}, bases[0]+"/", bases[1]+"/")
+	return res, log, bases
+}
+
+func checkNearLinkMonitor(t *testing.T, v twoVersions, rate float64, sampleSeed uint64) {
+	ips := [2]string{"127.0.0.171", "127.0.0.172"}
+	res, log, bases := crawlNearMonitored(t, v, ips, rate, sampleSeed)
 
 	picks := map[string]bool{}
 	changedPick := false
@@ -311,14 +321,7 @@ func TestNearLinkMonitorCost(t *testing.T) {
 				v := newTwoVersions(rng, n, f)
 				sampleSeed := rng.Uint64()
 				ips := [2]string{"127.0.0.175", "127.0.0.176"}
-				log := &hitLog{}
-				s1 := startServer(t, ips[0], v.site(1).handler(), log)
-				s2 := startServer(t, ips[1], v.site(2).handler(), log)
-				bases := [2]string{s1.Base(ips[0]), s2.Base(ips[1])}
-				res := runCrawl(t, crawlConfig{NoSitemaps: true, Edit: func(c *configs.Config) {
-					c.Crawl.SkipDuplicateLinks, c.Mirror.Enabled = true, false
-					c.Mirror.Policy, c.Mirror.LinkSample, c.Mirror.SampleSeed = "skip", rate, sampleSeed
-				}}, bases[0]+"/", bases[1]+"/")
+				res, log, bases := crawlNearMonitored(t, v, ips, rate, sampleSeed)
 				side := copySide(t, res, bases)
 				got := fetchedPaths(t, log, ips[side])
 				requests += len(got)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
 )
 
 var seenCacheSeed = flag.Uint64("seencache.seed", 0, "seed of TestSeenCacheExact (0: a new one, printed)")
@@ -15,12 +17,7 @@ var seenCacheSeed = flag.Uint64("seencache.seed", 0, "seed of TestSeenCacheExact
 // seeded random stream of adds and lookups over a pool of URLs larger than
 // the bound; the seed is printed and settable (-seencache.seed).
 func TestSeenCacheExact(t *testing.T) {
-	seed := *seenCacheSeed
-	if seed == 0 {
-		seed = rand.Uint64()
-	}
-	t.Logf("seed %d (-seencache.seed to replay)", seed)
-	r := rand.New(rand.NewPCG(seed, 29))
+	r := rand.New(rand.NewPCG(testtools.FlagSeed(t, *seenCacheSeed, "seencache.seed"), 29))
 	for _, bound := range []int{1, 2, 7, 64} {
 		c := &seenCache{max: bound}
 		added := map[string]bool{}

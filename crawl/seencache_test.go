@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/horseshoe-crawler/horseshoe/crawl"
+	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
 )
 
 var seenWebSeed = flag.Uint64("seenweb.seed", 0, "seed of TestSeenCacheCrawl's links (0: a new one, printed)")
@@ -19,13 +20,8 @@ var seenWebSeed = flag.Uint64("seenweb.seed", 0, "seed of TestSeenCacheCrawl's l
 // -seenweb.seed), crawled with the cache's default bound and with a bound of
 // two (evicting all the time).
 func TestSeenCacheCrawl(t *testing.T) {
-	seed := *seenWebSeed
-	if seed == 0 {
-		seed = rand.Uint64()
-	}
-	t.Logf("seed %d (-seenweb.seed to replay)", seed)
 	const n = 120
-	r := rand.New(rand.NewPCG(seed, 1))
+	r := rand.New(rand.NewPCG(testtools.FlagSeed(t, *seenWebSeed, "seenweb.seed"), 1))
 	s := &site{Pages: map[string]page{}}
 	for i := range n {
 		var links []string

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
 )
 
 // BenchmarkBandStage is the candidate stage's own cost per page, beside the
@@ -56,7 +58,7 @@ func BenchmarkBandStage(b *testing.B) {
 		b.Run("keys/"+arm.name, func(b *testing.B) {
 			var keys []uint64
 			i := 0
-			c0 := cpuTime()
+			c0 := testtools.ProcessCPU()
 			for b.Loop() {
 				keys = arm.keys(i, keys)
 				i++
@@ -70,7 +72,7 @@ func BenchmarkBandStage(b *testing.B) {
 			s := newSuperIndex()
 			var keys []uint64
 			i := 0
-			c0 := cpuTime()
+			c0 := testtools.ProcessCPU()
 			for b.Loop() {
 				keys = arm.keys(i, keys)
 				for _, k := range keys {
@@ -97,7 +99,7 @@ func BenchmarkBandStage(b *testing.B) {
 			var keys []uint64
 			hits := 0
 			i := 0
-			c0 := cpuTime()
+			c0 := testtools.ProcessCPU()
 			for b.Loop() {
 				keys = arm.keys(i, keys)
 				i++
@@ -111,5 +113,5 @@ func BenchmarkBandStage(b *testing.B) {
 
 // reportCPU reports the process's CPU time since c0 per iteration.
 func reportCPU(b *testing.B, c0 time.Duration) {
-	b.ReportMetric(float64((cpuTime()-c0).Nanoseconds())/float64(b.N), "cpu-ns/page")
+	b.ReportMetric(float64((testtools.ProcessCPU()-c0).Nanoseconds())/float64(b.N), "cpu-ns/page")
 }

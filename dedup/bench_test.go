@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
 )
 
 func textBytes(toks []string) int64 {
@@ -508,7 +510,7 @@ func BenchmarkDetectorPage(b *testing.B) {
 						texts[id-1] = a
 					}
 					b.StartTimer()
-					c0 := cpuTime()
+					c0 := testtools.ProcessCPU()
 					settle := func(orig uint64) (float64, bool) {
 						t, ok := texts[orig]
 						if !ok {
@@ -518,7 +520,7 @@ func BenchmarkDetectorPage(b *testing.B) {
 						return ExactJaccard(sa, sb), true
 					}
 					d.CheckAndAddSettled(id, d.Sign(q), settle)
-					cpu += cpuTime() - c0
+					cpu += testtools.ProcessCPU() - c0
 				}
 				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/page")
 			})

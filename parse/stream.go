@@ -715,8 +715,7 @@ func (s *streamer) attrVal(key string) (string, bool) {
 func (s *streamer) initial() bool {
 	switch s.tok.typ {
 	case html.TextToken:
-		s.tok.data = trimLeftWS(s.tok.data)
-		if len(s.tok.data) == 0 {
+		if s.trimTokenWS() {
 			return true
 		}
 	case html.CommentToken:
@@ -734,8 +733,7 @@ func (s *streamer) beforeHTML() bool {
 	case html.DoctypeToken:
 		return true
 	case html.TextToken:
-		s.tok.data = trimLeftWS(s.tok.data)
-		if len(s.tok.data) == 0 {
+		if s.trimTokenWS() {
 			return true
 		}
 	case html.StartTagToken:
@@ -745,13 +743,7 @@ func (s *streamer) beforeHTML() bool {
 			return true
 		}
 	case html.EndTagToken:
-		switch s.tok.atom {
-		case a.Head, a.Body, a.Html, a.Br:
-			s.implied(html.StartTagToken, a.Html)
-			return false
-		default:
-			return true
-		}
+		return s.impliedByEndTag(a.Html)
 	case html.CommentToken:
 		return true
 	}
@@ -762,8 +754,7 @@ func (s *streamer) beforeHTML() bool {
 func (s *streamer) beforeHead() bool {
 	switch s.tok.typ {
 	case html.TextToken:
-		s.tok.data = trimLeftWS(s.tok.data)
-		if len(s.tok.data) == 0 {
+		if s.trimTokenWS() {
 			return true
 		}
 	case html.StartTagToken:
@@ -777,21 +768,39 @@ func (s *streamer) beforeHead() bool {
 			return s.inBody()
 		}
 	case html.EndTagToken:
-		switch s.tok.atom {
-		case a.Head, a.Body, a.Html, a.Br:
-			s.implied(html.StartTagToken, a.Head)
-			return false
-		default:
-			return true
-		}
-	case html.CommentToken:
-		s.addComment()
-		return true
-	case html.DoctypeToken:
-		return true
+		return s.impliedByEndTag(a.Head)
+	case html.CommentToken, html.DoctypeToken:
+		return s.commentOrDoctype()
 	}
 	s.implied(html.StartTagToken, a.Head)
 	return false
+}
+
+// trimTokenWS drops the leading white space of a text token, which the modes before
+// the head ignore, and reports whether nothing is left.
+func (s *streamer) trimTokenWS() bool {
+	s.tok.data = trimLeftWS(s.tok.data)
+	return len(s.tok.data) == 0
+}
+
+// impliedByEndTag is an end tag before html or before head: head, body, html and br
+// imply the element at (the token is then processed again), others are ignored.
+func (s *streamer) impliedByEndTag(at a.Atom) bool {
+	switch s.tok.atom {
+	case a.Head, a.Body, a.Html, a.Br:
+		s.implied(html.StartTagToken, at)
+		return false
+	}
+	return true
+}
+
+// commentOrDoctype is a comment or a doctype from before head to in column group: a
+// comment is inserted, a doctype ignored.
+func (s *streamer) commentOrDoctype() bool {
+	if s.tok.typ == html.CommentToken {
+		s.addComment()
+	}
+	return true
 }
 
 // rawText inserts an element whose content the tokenizer reads as text.
@@ -839,11 +848,8 @@ func (s *streamer) inHead() bool {
 		default:
 			return true
 		}
-	case html.CommentToken:
-		s.addComment()
-		return true
-	case html.DoctypeToken:
-		return true
+	case html.CommentToken, html.DoctypeToken:
+		return s.commentOrDoctype()
 	}
 	s.implied(html.EndTagToken, a.Head)
 	return false
@@ -899,11 +905,8 @@ func (s *streamer) afterHead() bool {
 		default:
 			return true
 		}
-	case html.CommentToken:
-		s.addComment()
-		return true
-	case html.DoctypeToken:
-		return true
+	case html.CommentToken, html.DoctypeToken:
+		return s.commentOrDoctype()
 	}
 	s.implied(html.StartTagToken, a.Body)
 	return s.tok.typ == html.ErrorToken
@@ -1148,6 +1151,78 @@ func (s *streamer) text() bool {
 	return s.tok.typ == html.EndTagToken
 }
 
+// The stack contexts a table mode clears back to (the parser's clearStackToContext).
+var (
+	tableContext     = []a.Atom{a.Table, a.Template, a.Html}
+	tableBodyContext = []a.Atom{a.Tbody, a.Tfoot, a.Thead, a.Template, a.Html}
+	tableRowContext  = []a.Atom{a.Tr, a.Template, a.Html}
+)
+
+// openTablePart inserts a caption, column group or table body in table, after clearing
+// the stack back to the table (and putting a marker on the list for a caption), and
+// switches to its mode m.
+func (s *streamer) openTablePart(m imode) bool {
+	s.clearStackTo(tableContext...)
+	if m == modeInCaption {
+		s.pushMarker()
+	}
+	s.push(false)
+	s.mode = m
+	return true
+}
+
+// closeCaption closes the caption if one is in table scope, and reports whether it did.
+func (s *streamer) closeCaption() bool {
+	if !s.popUntilClearing(tableScope, a.Caption) {
+		return false
+	}
+	s.mode = modeInTable
+	return true
+}
+
+// closeColgroup closes the column group if it is the current node, and reports
+// whether it did.
+func (s *streamer) closeColgroup() bool {
+	if s.topAtom() != a.Colgroup {
+		return false
+	}
+	s.pop()
+	s.mode = modeInTable
+	return true
+}
+
+// closeTableBody closes the table body (tbody, thead or tfoot) in table scope, if one
+// is, and reports whether it did.
+func (s *streamer) closeTableBody() bool {
+	if !s.popUntil(tableScope, a.Tbody, a.Thead, a.Tfoot) {
+		return false
+	}
+	s.mode = modeInTable
+	return true
+}
+
+// closeRow closes the row, with what is open in it, if one is in table scope, and
+// reports whether it did.
+func (s *streamer) closeRow() bool {
+	if !s.inScope(tableScope, a.Tr) {
+		return false
+	}
+	s.clearStackTo(tableRowContext...)
+	s.pop()
+	s.mode = modeInTableBody
+	return true
+}
+
+// closeCell closes the cell (the last of match in table scope), if there is one, and
+// reports whether it did.
+func (s *streamer) closeCell(match ...a.Atom) bool {
+	if !s.popUntilClearing(tableScope, match...) {
+		return false
+	}
+	s.mode = modeInRow
+	return true
+}
+
 func (s *streamer) inTable() bool {
 	t := &s.tok
 	switch t.typ {
@@ -1163,24 +1238,14 @@ func (s *streamer) inTable() bool {
 	case html.StartTagToken:
 		switch t.atom {
 		case a.Caption:
-			s.clearStackTo(a.Table, a.Template, a.Html)
-			s.pushMarker()
-			s.push(false)
-			s.mode = modeInCaption
-			return true
+			return s.openTablePart(modeInCaption)
 		case a.Colgroup:
-			s.clearStackTo(a.Table, a.Template, a.Html)
-			s.push(false)
-			s.mode = modeInColumnGroup
-			return true
+			return s.openTablePart(modeInColumnGroup)
 		case a.Col:
 			s.implied(html.StartTagToken, a.Colgroup)
 			return false
 		case a.Tbody, a.Tfoot, a.Thead:
-			s.clearStackTo(a.Table, a.Template, a.Html)
-			s.push(false)
-			s.mode = modeInTableBody
-			return true
+			return s.openTablePart(modeInTableBody)
 		case a.Td, a.Th, a.Tr:
 			s.implied(html.StartTagToken, a.Tbody)
 			return false
@@ -1225,11 +1290,8 @@ func (s *streamer) inTable() bool {
 		}
 		// Other end tags insert nothing: in body, with the table in the way.
 		return s.inBody()
-	case html.CommentToken:
-		s.addComment()
-		return true
-	case html.DoctypeToken:
-		return true
+	case html.CommentToken, html.DoctypeToken:
+		return s.commentOrDoctype()
 	case html.ErrorToken:
 		return s.inBody()
 	}
@@ -1242,27 +1304,17 @@ func (s *streamer) inCaption() bool {
 	case html.StartTagToken:
 		switch t.atom {
 		case a.Caption, a.Col, a.Colgroup, a.Tbody, a.Td, a.Tfoot, a.Thead, a.Tr:
-			if !s.popUntilClearing(tableScope, a.Caption) {
-				return true
-			}
-			s.mode = modeInTable
-			return false
+			return !s.closeCaption()
 		case a.Select:
 			return s.bail()
 		}
 	case html.EndTagToken:
 		switch t.atom {
 		case a.Caption:
-			if s.popUntilClearing(tableScope, a.Caption) {
-				s.mode = modeInTable
-			}
+			s.closeCaption()
 			return true
 		case a.Table:
-			if !s.popUntilClearing(tableScope, a.Caption) {
-				return true
-			}
-			s.mode = modeInTable
-			return false
+			return !s.closeCaption()
 		case a.Body, a.Col, a.Colgroup, a.Html, a.Tbody, a.Td, a.Tfoot, a.Th, a.Thead, a.Tr:
 			return true
 		}
@@ -1277,11 +1329,8 @@ func (s *streamer) inColumnGroup() bool {
 		if s.splitWS() {
 			return true
 		}
-	case html.CommentToken:
-		s.addComment()
-		return true
-	case html.DoctypeToken:
-		return true
+	case html.CommentToken, html.DoctypeToken:
+		return s.commentOrDoctype()
 	case html.StartTagToken:
 		switch t.atom {
 		case a.Html:
@@ -1295,10 +1344,7 @@ func (s *streamer) inColumnGroup() bool {
 	case html.EndTagToken:
 		switch t.atom {
 		case a.Colgroup:
-			if s.topAtom() == a.Colgroup {
-				s.pop()
-				s.mode = modeInTable
-			}
+			s.closeColgroup()
 			return true
 		case a.Col:
 			return true
@@ -1308,12 +1354,7 @@ func (s *streamer) inColumnGroup() bool {
 	case html.ErrorToken:
 		return s.inBody()
 	}
-	if s.topAtom() != a.Colgroup {
-		return true
-	}
-	s.pop()
-	s.mode = modeInTable
-	return false
+	return !s.closeColgroup()
 }
 
 func (s *streamer) inTableBody() bool {
@@ -1322,7 +1363,7 @@ func (s *streamer) inTableBody() bool {
 	case html.StartTagToken:
 		switch t.atom {
 		case a.Tr:
-			s.clearStackTo(a.Tbody, a.Tfoot, a.Thead, a.Template, a.Html)
+			s.clearStackTo(tableBodyContext...)
 			s.push(false)
 			s.mode = modeInRow
 			return true
@@ -1330,27 +1371,19 @@ func (s *streamer) inTableBody() bool {
 			s.implied(html.StartTagToken, a.Tr)
 			return false
 		case a.Caption, a.Col, a.Colgroup, a.Tbody, a.Tfoot, a.Thead:
-			if s.popUntil(tableScope, a.Tbody, a.Thead, a.Tfoot) {
-				s.mode = modeInTable
-				return false
-			}
-			return true
+			return !s.closeTableBody()
 		}
 	case html.EndTagToken:
 		switch t.atom {
 		case a.Tbody, a.Tfoot, a.Thead:
 			if s.inScope(tableScope, t.atom) {
-				s.clearStackTo(a.Tbody, a.Tfoot, a.Thead, a.Template, a.Html)
+				s.clearStackTo(tableBodyContext...)
 				s.pop()
 				s.mode = modeInTable
 			}
 			return true
 		case a.Table:
-			if s.popUntil(tableScope, a.Tbody, a.Thead, a.Tfoot) {
-				s.mode = modeInTable
-				return false
-			}
-			return true
+			return !s.closeTableBody()
 		case a.Body, a.Caption, a.Col, a.Colgroup, a.Html, a.Td, a.Th, a.Tr:
 			return true
 		}
@@ -1367,45 +1400,23 @@ func (s *streamer) inRow() bool {
 	case html.StartTagToken:
 		switch t.atom {
 		case a.Td, a.Th:
-			s.clearStackTo(a.Tr, a.Template, a.Html)
+			s.clearStackTo(tableRowContext...)
 			s.push(false)
 			s.pushMarker()
 			s.mode = modeInCell
 			return true
 		case a.Caption, a.Col, a.Colgroup, a.Tbody, a.Tfoot, a.Thead, a.Tr:
-			if s.inScope(tableScope, a.Tr) {
-				s.clearStackTo(a.Tr, a.Template, a.Html)
-				s.pop()
-				s.mode = modeInTableBody
-				return false
-			}
-			return true
+			return !s.closeRow()
 		}
 	case html.EndTagToken:
 		switch t.atom {
 		case a.Tr:
-			if s.inScope(tableScope, a.Tr) {
-				s.clearStackTo(a.Tr, a.Template, a.Html)
-				s.pop()
-				s.mode = modeInTableBody
-			}
+			s.closeRow()
 			return true
 		case a.Table:
-			if s.inScope(tableScope, a.Tr) {
-				s.clearStackTo(a.Tr, a.Template, a.Html)
-				s.pop()
-				s.mode = modeInTableBody
-				return false
-			}
-			return true
+			return !s.closeRow()
 		case a.Tbody, a.Tfoot, a.Thead:
-			if s.inScope(tableScope, t.atom) && s.inScope(tableScope, a.Tr) {
-				s.clearStackTo(a.Tr, a.Template, a.Html)
-				s.pop()
-				s.mode = modeInTableBody
-				return false
-			}
-			return true
+			return !(s.inScope(tableScope, t.atom) && s.closeRow())
 		case a.Body, a.Caption, a.Col, a.Colgroup, a.Html, a.Td, a.Th:
 			return true
 		}
@@ -1419,21 +1430,14 @@ func (s *streamer) inCell() bool {
 	case html.StartTagToken:
 		switch t.atom {
 		case a.Caption, a.Col, a.Colgroup, a.Tbody, a.Td, a.Tfoot, a.Th, a.Thead, a.Tr:
-			if s.popUntilClearing(tableScope, a.Td, a.Th) {
-				s.mode = modeInRow
-				return false
-			}
-			return true
+			return !s.closeCell(a.Td, a.Th)
 		case a.Select:
 			return s.bail()
 		}
 	case html.EndTagToken:
 		switch t.atom {
 		case a.Td, a.Th:
-			if !s.popUntilClearing(tableScope, t.atom) {
-				return true
-			}
-			s.mode = modeInRow
+			s.closeCell(t.atom)
 			return true
 		case a.Body, a.Caption, a.Col, a.Colgroup, a.Html:
 			return true
@@ -1449,7 +1453,15 @@ func (s *streamer) inCell() bool {
 	return s.inBody()
 }
 
-func (s *streamer) afterBody() bool {
+func (s *streamer) afterBody() bool { return s.afterTheBody(false) }
+
+func (s *streamer) afterAfterBody() bool { return s.afterTheBody(true) }
+
+// afterTheBody is the mode after body (afterAfter false) or after after body. The two
+// differ in an end tag html (which moves after body on to after after body) and a
+// doctype (which after after body processes in body); anything else that is not
+// white space, <html> or a comment goes back to in body.
+func (s *streamer) afterTheBody(afterAfter bool) bool {
 	switch s.tok.typ {
 	case html.ErrorToken:
 		return true
@@ -1462,33 +1474,18 @@ func (s *streamer) afterBody() bool {
 			return s.inBody()
 		}
 	case html.EndTagToken:
-		if s.tok.atom == a.Html {
+		if !afterAfter && s.tok.atom == a.Html {
 			s.mode = modeAfterAfterBody
 			return true
 		}
 	case html.CommentToken:
-		return true // attached to <html>, after the body: text on either side merges
-	}
-	s.mode = modeInBody
-	return false
-}
-
-func (s *streamer) afterAfterBody() bool {
-	switch s.tok.typ {
-	case html.ErrorToken:
+		// After body it is attached to <html> (text on either side merges), after
+		// after body to the document.
 		return true
-	case html.TextToken:
-		if len(trimLeftWS(s.tok.data)) == 0 {
-			return s.inBody()
-		}
-	case html.StartTagToken:
-		if s.tok.atom == a.Html {
-			return s.inBody()
-		}
-	case html.CommentToken:
-		return true // attached to the document
 	case html.DoctypeToken:
-		return s.inBody()
+		if afterAfter {
+			return s.inBody()
+		}
 	}
 	s.mode = modeInBody
 	return false

@@ -4,10 +4,10 @@ package redisstate
 
 import (
 	"context"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
 	"github.com/horseshoe-crawler/horseshoe/internal/testtools/redistest"
 )
 
@@ -34,7 +34,7 @@ func BenchmarkCheckLease(b *testing.B) {
 	if err := f.CheckLease(ctx, it); err != nil { // loads the script
 		b.Fatal(err)
 	}
-	cpu0, rcpu0 := processCPU(b), redisCPU(b, c)
+	cpu0, rcpu0 := testtools.ProcessCPU(), redisCPU(b, c)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if err := f.CheckLease(ctx, it); err != nil {
@@ -42,15 +42,6 @@ func BenchmarkCheckLease(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric((processCPU(b)-cpu0).Seconds()*1e6/float64(b.N), "client-cpu-µs/op")
+	b.ReportMetric((testtools.ProcessCPU()-cpu0).Seconds()*1e6/float64(b.N), "client-cpu-µs/op")
 	b.ReportMetric((redisCPU(b, c)-rcpu0)*1e6/float64(b.N), "redis-cpu-µs/op")
-}
-
-// processCPU is this process's user + system CPU time.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -184,29 +184,44 @@ func measureIndex(t testing.TB, rdb *redis.Client, name string, n, keys, need in
 		}(w)
 	}
 	wg.Wait()
+	return indexCostsOf(t, rdb, cd, name, n, before)
+}
+
+// indexCostsOf is what crawl c (named name) costs per page of n in its
+// duplicate index: the growth of used_memory since before, and MEMORY USAGE
+// in all and by structure.
+func indexCostsOf(t testing.TB, rdb *redis.Client, c *Crawl, name string, n int, before int64) indexCosts {
 	f := float64(n)
 	tag := "hs:{" + name + "/d}:"
 	return indexCosts{
 		used: float64(usedMemory(t, rdb)-before) / f, keys: float64(keysUsage(t, rdb, tag+"*")) / f,
 		exact: float64(keysUsage(t, rdb, tag+"x:*")) / f, super: float64(keysUsage(t, rdb, tag+"k:*")) / f,
-		record: float64(keysUsage(t, rdb, tag+"g:*")) / f, superBkts: cd.superBkts,
+		record: float64(keysUsage(t, rdb, tag+"g:*")) / f, superBkts: c.superBkts,
 	}
+}
+
+// memorySizes are the sizes the memory tests measure at: 20,000, or each of
+// HORSESHOE_REDIS_MEMORY (comma-separated).
+func memorySizes(t testing.TB) []int {
+	s := os.Getenv("HORSESHOE_REDIS_MEMORY")
+	if s == "" {
+		return []int{20_000}
+	}
+	var sizes []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("HORSESHOE_REDIS_MEMORY: %v", err)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
 }
 
 // The targets of issue 19 hold at a small size (the full table, at 100k and
 // 1M, is HORSESHOE_REDIS_MEMORY=100000,1000000: BENCHMARKS.md).
 func TestMemoryPerItem(t *testing.T) {
-	sizes := []int{20_000}
-	if s := os.Getenv("HORSESHOE_REDIS_MEMORY"); s != "" {
-		sizes = nil
-		for _, f := range strings.Split(s, ",") {
-			n, err := strconv.Atoi(f)
-			if err != nil {
-				t.Fatalf("HORSESHOE_REDIS_MEMORY: %v", err)
-			}
-			sizes = append(sizes, n)
-		}
-	}
+	sizes := memorySizes(t)
 	t.Logf("| items | seen URL (used_memory / MEMORY USAGE) | queued URL beyond seen | indexed page, 6 keys | indexed page, 15 keys | URL, item bytes | seen buckets per partition |")
 	for _, n := range sizes {
 		mc := measureMemory(t, n)
@@ -237,17 +252,7 @@ func TestMemoryPerItem(t *testing.T) {
 // USAGE by structure. The band keys must keep an indexed page within issue
 // 19's target of 300 bytes. n is 20,000, or each of HORSESHOE_REDIS_MEMORY.
 func TestBandKeysMemory(t *testing.T) {
-	sizes := []int{20_000}
-	if s := os.Getenv("HORSESHOE_REDIS_MEMORY"); s != "" {
-		sizes = nil
-		for _, f := range strings.Split(s, ",") {
-			n, err := strconv.Atoi(f)
-			if err != nil {
-				t.Fatalf("HORSESHOE_REDIS_MEMORY: %v", err)
-			}
-			sizes = append(sizes, n)
-		}
-	}
+	sizes := memorySizes(t)
 	ctx := context.Background()
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	rdb := srv.Client(t)
@@ -299,14 +304,11 @@ func TestBandKeysMemory(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			f := float64(n)
-			tag := "hs:{" + name + "/d}:"
-			used := float64(usedMemory(t, rdb)-before) / f
-			t.Logf("| %d | %s | %d | %.1f / %.1f B | %.1f, %.1f, %.1f B | %d |", n, arm.name, keys, used,
-				float64(keysUsage(t, rdb, tag+"*"))/f, float64(keysUsage(t, rdb, tag+"x:*"))/f,
-				float64(keysUsage(t, rdb, tag+"k:*"))/f, float64(keysUsage(t, rdb, tag+"g:*"))/f, c.superBkts)
-			if used > 300 {
-				t.Errorf("%s, %d pages: %.1f bytes per indexed page, target 300", arm.name, n, used)
+			ic := indexCostsOf(t, rdb, c, name, n, before)
+			t.Logf("| %d | %s | %d | %.1f / %.1f B | %.1f, %.1f, %.1f B | %d |", n, arm.name, keys, ic.used,
+				ic.keys, ic.exact, ic.super, ic.record, ic.superBkts)
+			if ic.used > 300 {
+				t.Errorf("%s, %d pages: %.1f bytes per indexed page, target 300", arm.name, n, ic.used)
 			}
 		}
 	}

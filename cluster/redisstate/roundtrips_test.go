@@ -19,6 +19,7 @@ import (
 	"github.com/horseshoe-crawler/horseshoe/crawl"
 	"github.com/horseshoe-crawler/horseshoe/dedup"
 	"github.com/horseshoe-crawler/horseshoe/frontier"
+	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
 	"github.com/horseshoe-crawler/horseshoe/internal/testtools/redistest"
 	"github.com/horseshoe-crawler/horseshoe/storage"
 )
@@ -639,9 +640,9 @@ func BenchmarkPageRoundTrips(b *testing.B) {
 	for _, pipelined := range []bool{false, true} {
 		name := map[bool]string{false: "separate", true: "pipelined"}[pipelined]
 		b.Run(name, func(b *testing.B) {
-			before := cpuTime()
+			before := testtools.ProcessCPU()
 			run(b, pipelined)
-			b.ReportMetric(float64((cpuTime()-before).Microseconds())/float64(b.N), "cpu-us/page")
+			b.ReportMetric(float64((testtools.ProcessCPU()-before).Microseconds())/float64(b.N), "cpu-us/page")
 		})
 	}
 }
@@ -672,11 +673,11 @@ func BenchmarkRoundTripCPU(b *testing.B) {
 		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			before := cpuTime()
+			before := testtools.ProcessCPU()
 			for b.Loop() {
 				bc.op()
 			}
-			b.ReportMetric(float64((cpuTime()-before).Microseconds())/float64(b.N), "cpu-us/op")
+			b.ReportMetric(float64((testtools.ProcessCPU()-before).Microseconds())/float64(b.N), "cpu-us/op")
 		})
 	}
 }

@@ -5,13 +5,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"net"
-	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,41 +22,10 @@ import (
 // A worker started afterwards under the crawl's name is refused.
 func TestSharedCrawlLostStateFails(t *testing.T) {
 	const n, hold = 40, 5
-	reached, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	ln, err := net.Listen("tcp", "127.0.0.44:0")
-	if err != nil {
-		t.Skipf("cannot listen on 127.0.0.44: %v", err)
-	}
-	site := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var i int
-		if _, err := fmt.Sscanf(r.URL.Path, "/p/%d", &i); err != nil || i < 0 || i >= n {
-			http.NotFound(w, r)
-			return
-		}
-		if i == hold {
-			once.Do(func() { close(reached) })
-			<-release
-		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "<html><head><title>Page %d</title></head><body><p>words of page %d", i, i)
-		for k := i + 1; k <= i+3 && k < n; k++ {
-			fmt.Fprintf(&b, ` <a href="/p/%d">next</a>`, k)
-		}
-		b.WriteString("</p></body></html>")
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Write([]byte(b.String()))
-	})}
-	go site.Serve(ln)
-	t.Cleanup(func() { site.Close() })
-	releaseOnce := sync.OnceFunc(func() { close(release) })
-	t.Cleanup(releaseOnce)
-
+	hs := startHeldSite(t, "127.0.0.44", n, hold, false)
+	ln, reached, releaseOnce := hs.ln, hs.reached, hs.release
 	tmp := t.TempDir()
-	cfg := filepath.Join(tmp, "lost.yaml")
-	if err := os.WriteFile(cfg, []byte("mirror:\n  enabled: false\ncrawl:\n  sitemaps: false\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg := writePlainConfig(t, tmp, "lost.yaml")
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	dir := filepath.Join(tmp, "w")
 	var out, logs bytes.Buffer

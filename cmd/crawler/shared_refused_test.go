@@ -6,12 +6,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
-	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,46 +24,13 @@ import (
 func TestSharedStopWhileRedisRefuses(t *testing.T) {
 	t.Parallel() // its own site and Redis
 	const n, hold = 30, 5
-	reached, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	ln, err := net.Listen("tcp", "127.0.0.47:0")
-	if err != nil {
-		t.Skipf("cannot listen on 127.0.0.47: %v", err)
-	}
-	site := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var i int
-		if _, err := fmt.Sscanf(r.URL.Path, "/p/%d", &i); err != nil || i < 0 || i >= n {
-			http.NotFound(w, r)
-			return
-		}
-		if i == hold {
-			// A 404: its record needs no duplicate decision, whose
-			// check-and-add is a write of its own, so the refusal meets
-			// the commit.
-			once.Do(func() { close(reached) })
-			<-release
-			http.NotFound(w, r)
-			return
-		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "<html><head><title>Page %d</title></head><body><p>words of page %d", i, i)
-		for k := i + 1; k <= i+3 && k < n; k++ {
-			fmt.Fprintf(&b, ` <a href="/p/%d">next</a>`, k)
-		}
-		b.WriteString("</p></body></html>")
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Write([]byte(b.String()))
-	})}
-	go site.Serve(ln)
-	t.Cleanup(func() { site.Close() })
-	releaseOnce := sync.OnceFunc(func() { close(release) })
-	t.Cleanup(releaseOnce)
-
+	// Its held page answers 404: that record needs no duplicate decision,
+	// whose check-and-add is a write of its own, so the refusal meets the
+	// commit.
+	hs := startHeldSite(t, "127.0.0.47", n, hold, true)
+	ln, reached, releaseOnce := hs.ln, hs.reached, hs.release
 	tmp := t.TempDir()
-	cfg := filepath.Join(tmp, "refused.yaml")
-	if err := os.WriteFile(cfg, []byte("mirror:\n  enabled: false\ncrawl:\n  sitemaps: false\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg := writePlainConfig(t, tmp, "refused.yaml")
 	srv := redistest.Start(t, redistest.Options{})
 	rdb := srv.Client(t)
 	seed := "http://" + ln.Addr().String() + "/p/0"

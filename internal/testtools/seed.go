@@ -1,6 +1,7 @@
 package testtools
 
 import (
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -33,5 +34,17 @@ func Seed(tb testing.TB, pkg string) uint64 {
 			tb.Logf("replay: %s=%d go test -tags e2e -run '^%s$' %s", SeedEnv, seed, name, pkg)
 		}
 	})
+	return seed
+}
+
+// FlagSeed returns seed, the value of a test's own seed flag (named flag,
+// without its dash), or a new random one when it is 0, and logs it with the
+// flag that replays it.
+func FlagSeed(tb testing.TB, seed uint64, flag string) uint64 {
+	tb.Helper()
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	tb.Logf("seed %d (-%s to replay)", seed, flag)
 	return seed
 }
