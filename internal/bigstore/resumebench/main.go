@@ -33,6 +33,7 @@ func main() {
 	port := flag.Int("port", 18730, "port of the hosts")
 	runs := flag.Int("runs", 3, "runs of each binary")
 	seed := flag.Uint64("seed", 30, "seed of the filled texts and signatures")
+	verbose := flag.Bool("v", false, "print each run's log")
 	flag.Parse()
 	if *data == "" {
 		log.Fatal("-data is required")
@@ -86,6 +87,9 @@ func main() {
 			default:
 			}
 			cmd := exec.Command(bin, "crawl", "--data", *data, "--quiet")
+			if *verbose {
+				cmd.Args = cmd.Args[:len(cmd.Args)-1]
+			}
 			var logs strings.Builder
 			cmd.Stderr, cmd.Stdout = &logs, &logs
 			t0 := time.Now()
@@ -101,6 +105,9 @@ func main() {
 				cmd.Process.Kill()
 				<-exited
 				log.Printf("run %d %s: first request after %v", run, bin, d.Round(time.Millisecond))
+				if *verbose {
+					log.Printf("started %s; its log:\n%s", t0.Format(time.RFC3339Nano), logs.String())
+				}
 			case err := <-exited:
 				log.Fatalf("%s exited before a request: %v\n%s", bin, err, logs.String())
 			case <-time.After(10 * time.Minute):
