@@ -55,8 +55,12 @@ type Crawl struct {
 	Scope    *frontier.Scope // widened by AddSeeds (control.go)
 }
 
-// Close releases the fetcher's connections.
-func (c *Crawl) Close() { c.Fetcher.Close() }
+// Close ends the rebuild of the duplicate index if it still runs and
+// releases the fetcher's connections.
+func (c *Crawl) Close() {
+	c.Engine.stopIndexLoad()
+	c.Fetcher.Close()
+}
 
 // ErrBudgetSpent is Build's error when earlier runs spent crawl.max_pages.
 var ErrBudgetSpent = errors.New("crawl: page budget already spent")
@@ -116,6 +120,7 @@ func build(cfg configs.Config, db *storage.DB, sh *Shared, env Env, logger *slog
 	}
 	eo := EngineOptions(cfg)
 	eo.Scope, eo.Addresses, eo.ProgressEvery = scope, fetcher, env.ProgressEvery
+	eo.PagesSpent = int64(env.PagesSpent)
 	if env.Resolver != nil {
 		eo.Resolver = env.Resolver
 	}

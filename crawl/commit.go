@@ -31,13 +31,15 @@ type commitTx struct {
 	proposedSamples int                 // its copies fetched as samples by this page
 	nearFired       []mirror.Mapping    // prefix pairs whose near-duplicate link monitor fired (nearmonitor.go)
 	marked          []string            // URLs found or marked seen, for the seen cache once committed
+	fetched         bool                // the item cost a request (putCounts)
 }
 
 // queue adds a queue entry to hand to the frontier once committed.
 func (ct *commitTx) queue(items ...frontier.Item) { ct.pushed = append(ct.pushed, items...) }
 
-// commit records the page and the links it contributes in one transaction.
-func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res *fetch.Result) {
+// commit records the page and the links it contributes in one transaction;
+// fetched says whether its item cost a request (a page budget's unit).
+func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res *fetch.Result, fetched bool) {
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
 	if e.fatal() != nil {
@@ -60,7 +62,7 @@ func (e *Engine) commit(it *frontier.Item, p *storage.Page, c *pageContent, res 
 	}
 	var ct *commitTx
 	err = e.st.Update(e.sctx, func(tx Tx) error {
-		ct = &commitTx{e: e, tx: tx, it: it}
+		ct = &commitTx{e: e, tx: tx, it: it, fetched: fetched}
 		if !decided { // once: a run again (a conflict) prefetches without it
 			if decision, derr = ct.decidePrefetched(pi, p, c); derr != nil {
 				return derr
@@ -147,7 +149,9 @@ func (e *Engine) decideBy(p *storage.Page, c *pageContent, check func() (dedup.D
 	case c.sig.Words == 0:
 		return dedup.Decision{}, nil
 	default:
-		d, err = check()
+		if err = e.indexReady(); err == nil {
+			d, err = check()
+		}
 	}
 	if d.Class != dedup.Unique && d.Original == p.ID {
 		// A URL fetched again (queued twice) is not a copy of itself.
@@ -232,7 +236,23 @@ func (ct *commitTx) record(p *storage.Page, c *pageContent, res *fetch.Result, d
 	if err := ct.tx.DeleteQueue(ct.it.Host, ct.it.Seq); err != nil {
 		return err
 	}
-	return ct.tx.PutMeta(storage.MetaRequests, []byte(fmt.Sprint(ct.e.requests.Load())))
+	return ct.e.putCounts(ct.tx, ct.fetched)
+}
+
+// putCounts writes a transaction's counters: the requests sent so far, and,
+// for the transaction of a fetched item, the page budget spent once it
+// commits (storage.MetaPagesCommitted: the budget a run resumed after a
+// kill starts from, without counting page records). Transactions that
+// write it are serialized (commitMu); the caller calls e.spent.Add(1) once
+// the transaction committed.
+func (e *Engine) putCounts(tx Tx, fetched bool) error {
+	if err := tx.PutMeta(storage.MetaRequests, []byte(fmt.Sprint(e.requests.Load()))); err != nil {
+		return err
+	}
+	if !fetched {
+		return nil
+	}
+	return tx.PutMeta(storage.MetaPagesCommitted, []byte(fmt.Sprint(e.o.PagesSpent+e.spent.Load()+1)))
 }
 
 // content records a page with content: its class, mirror evidence, links,
@@ -329,6 +349,9 @@ func (ct *commitTx) skipAs(link, counterpart string, cpID uint64, via *storage.P
 // committed updates the counters and caches after the transaction, hands
 // the new queue entries to the frontier and acts on mirror decisions.
 func (e *Engine) committed(ct *commitTx, p *storage.Page, c *pageContent) {
+	if ct.fetched {
+		e.spent.Add(1)
+	}
 	if p.Class.Duplicate() {
 		e.dups.Add(1)
 	}

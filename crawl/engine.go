@@ -80,6 +80,7 @@ type Options struct {
 	SitemapMaxBytes    int64               // uncompressed bytes of one sitemap read (crawl.sitemap_max_bytes; 0 = sitemap.MaxBytes)
 	CanonicalHints     bool                // queue a known canonical URL in place of its alias (canonical.go)
 	ParamRefresh       time.Duration       // read the parameter rules other workers stored this often (params.go; 0 = never)
+	PagesSpent         int64               // the page requests of earlier runs (storage.MetaPagesCommitted counts on from it)
 }
 
 // Engine runs a crawl over one store.
@@ -107,6 +108,7 @@ type Engine struct {
 	requests atomic.Int64
 	pages    atomic.Int64
 	dups     atomic.Int64
+	spent    atomic.Int64 // fetched items committed in this run (putCounts)
 
 	classMu sync.Mutex
 	classes map[string]int64 // page records by class in this run, for Snapshot
@@ -124,6 +126,7 @@ type Engine struct {
 	sitemaps sitemapState // sitemaps.go
 	audit    skipAudit    // skipaudit.go
 	pidx     pageIndex    // pageindex.go
+	load     indexLoad    // indexload.go
 	seenURLs seenCache    // seencache.go
 
 	errMu    sync.Mutex
@@ -173,28 +176,24 @@ func NewShared(o Options, st Store, fr Frontier, f Fetcher, robots RobotsSource,
 	return e
 }
 
-// Restore rebuilds the dedup index from the signatures in the store, so a
-// resumed crawl still drops duplicates of pages fetched before.
-func (e *Engine) Restore() (int, error) {
-	n := 0
-	err := e.st.ForEachSignature(e.sctx, func(id uint64, b []byte) error {
-		var s dedup.Signature
-		if err := s.UnmarshalBinary(b); err != nil {
-			return fmt.Errorf("signature of page %d: %w", id, err)
-		}
-		n++
-		return e.index.Add(e.sctx, id, &s)
-	})
-	if err == nil {
-		err = e.restoreParams()
+// Restore restores what a resumed crawl knows: the learned parameters, the
+// near-duplicate link monitor's pairs and the mirror evidence, and starts
+// the rebuild of the dedup index from the signatures in the store, so a
+// resumed crawl still drops duplicates of pages fetched before. The rebuild
+// runs beside the first requests; every duplicate decision waits for it
+// (indexload.go; IndexLoaded waits for it too).
+func (e *Engine) Restore() error {
+	if err := e.restoreParams(); err != nil {
+		return err
 	}
-	if err == nil {
-		err = e.restoreNear()
+	if err := e.restoreNear(); err != nil {
+		return err
 	}
-	if err != nil {
-		return n, err
+	if err := e.mirror.restore(); err != nil {
+		return err
 	}
-	return n, e.mirror.restore()
+	e.startIndexLoad()
+	return nil
 }
 
 // Seed queues the seed URLs (canonical) that were not seen before.
@@ -420,7 +419,7 @@ func (e *Engine) recordGiveUps() {
 			if e.giveUpRevisit(&it, g.Reason) {
 				continue
 			}
-			e.commit(&it, giveUpRecord(g), nil, nil)
+			e.commit(&it, giveUpRecord(g), nil, nil, false)
 		}
 	}
 }

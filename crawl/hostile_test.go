@@ -61,7 +61,7 @@ func runEngine(tb testing.TB, cfg configs.Config, dataDir string, seeds []string
 	}
 	defer c.Close()
 	eng, fr := c.Engine, c.Frontier
-	if _, err := eng.Restore(); err != nil {
+	if err := eng.Restore(); err != nil {
 		tb.Fatal(err)
 	}
 	if _, err := eng.Seed(seeds); err != nil {

@@ -452,16 +452,23 @@ func (e *Engine) commitRevisit(it *frontier.Item, a attempt) {
 		if err := tx.DeleteQueue(it.Host, it.Seq); err != nil {
 			return err
 		}
-		return tx.PutMeta(storage.MetaRequests, []byte(fmt.Sprint(e.requests.Load())))
+		return e.putCounts(tx, a.release.Requested)
 	})
 	if err != nil {
 		e.setFatal(fmt.Errorf("cannot record the revisit of %s: %w", it.URL, err))
 		return
 	}
+	if a.release.Requested {
+		e.spent.Add(1)
+	}
 	if r.sig != nil && r.sig.Words > 0 && r.rec.Class == storage.ClassUnique {
 		// New pages are compared with the current version too (the
 		// previous one stays indexed under the same id; settlement
 		// reads the current text).
+		if err := e.indexReady(); err != nil {
+			e.setFatal(err)
+			return
+		}
 		if err := e.index.Add(e.sctx, r.rec.ID, r.sig); err != nil {
 			e.setFatal(fmt.Errorf("cannot index the new version of %s: %w", it.URL, err))
 			return

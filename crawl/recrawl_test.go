@@ -106,7 +106,7 @@ func crawlStore(t *testing.T, dir string, recrawl bool, workers int, seeds ...st
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.Engine.Restore(); err != nil {
+	if err := c.Engine.Restore(); err != nil {
 		t.Fatal(err)
 	}
 	if recrawl {

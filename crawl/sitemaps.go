@@ -325,12 +325,13 @@ func (e *Engine) commitSitemap(it *frontier.Item, p *storage.Page, res *fetch.Re
 		if err := tx.DeleteQueue(it.Host, it.Seq); err != nil {
 			return err
 		}
-		return tx.PutMeta(storage.MetaRequests, []byte(fmt.Sprint(e.requests.Load())))
+		return e.putCounts(tx, true)
 	})
 	if err != nil {
 		e.setFatal(fmt.Errorf("cannot record sitemap %s: %w", it.URL, err))
 		return
 	}
+	e.spent.Add(1)
 	e.sitemaps.spend(it.Via, files)
 	e.countClass(p.Class, 1)
 	e.push(pushed)

@@ -59,9 +59,9 @@ func (e *Engine) handle(ctx context.Context, it *frontier.Item) {
 	case a.fetched:
 		e.pages.Add(1)
 		p, c := e.page(a)
-		e.commit(it, p, c, a.res)
+		e.commit(it, p, c, a.res, true)
 	case a.record != nil:
-		e.commit(it, a.record, nil, nil)
+		e.commit(it, a.record, nil, nil, false)
 	}
 }
 

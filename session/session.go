@@ -128,6 +128,10 @@ func (s *Session) putRunMeta(cfg configs.Config) error {
 			return err
 		}
 	}
+	// The count a kill leaves (pagesSpent) starts at this run's start.
+	if err := put(storage.MetaPagesCommitted, []byte(strconv.FormatInt(s.spent, 10))); err != nil {
+		return err
+	}
 	return put(storage.MetaRunOpen, []byte("true"))
 }
 
@@ -186,12 +190,10 @@ func (s *Session) StartShared(cfg configs.Config, env crawl.Env, sh *crawl.Share
 		return nil, err
 	}
 	s.crawl, s.maxURL = c, cfg.URLs.MaxLength
-	restored, err := c.Engine.Restore()
-	if err != nil {
-		return nil, fmt.Errorf("cannot rebuild the duplicate index: %w", err)
-	}
-	if restored > 0 {
-		logger.Info("duplicate index rebuilt", "pages", restored)
+	// The duplicate index is rebuilt beside the first requests (the
+	// decisions wait for it: crawl.Engine.Restore).
+	if err := c.Engine.Restore(); err != nil {
+		return nil, fmt.Errorf("cannot restore the crawl's state: %w", err)
 	}
 	if s.Recrawl {
 		round, queued, err := c.Engine.Recrawl()
@@ -257,6 +259,14 @@ func pagesSpent(db *storage.DB) (int64, error) {
 	}
 	if ok && string(open) != "true" {
 		return n, nil
+	}
+	// A run that did not end: every transaction of a fetched item kept the
+	// count (crawl's putCounts), from the run's start. A store of an earlier
+	// Horseshoe has none: its page records are counted once.
+	if c, ok, err := db.MetaInt(storage.MetaPagesCommitted); err != nil {
+		return 0, fmt.Errorf("storage: %w", err)
+	} else if ok {
+		return c, nil
 	}
 	st, err := crawl.StoredStats(db)
 	if err != nil {

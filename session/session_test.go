@@ -211,12 +211,61 @@ func TestPagesSpent(t *testing.T) {
 	}
 	s.DB.Close() // a crash: Close never runs, the run mark stays
 	s = open(t, dir, cfg)
+	if s.PagesSpent() != 3 {
+		t.Errorf("after a crash: %d spent, want the 3 the run's commits counted (not the pages written behind their back)", s.PagesSpent())
+	}
+	if pages, _ := s.DB.FullScans(); pages != 0 {
+		t.Errorf("after a crash: %d scans of the page records, want none (the count is kept at commit)", pages)
+	}
+	s.DB.Close() // a crash again
+	// A store of an earlier Horseshoe has no count kept at commit: its
+	// page records are counted.
+	withStore(t, dir, func(db *storage.DB) error { return db.DeleteMeta(storage.MetaPagesCommitted) })
+	s = open(t, dir, cfg)
 	if s.PagesSpent() != 5 {
-		t.Errorf("after a crash: %d spent, want the 5 fetched page records", s.PagesSpent())
+		t.Errorf("after a crash of an earlier Horseshoe: %d spent, want the 5 fetched page records", s.PagesSpent())
 	}
 	s.Close()
 	withStore(t, dir, func(db *storage.DB) error { return db.PutMeta(storage.MetaPagesSpent, []byte("many")) })
 	if _, err := session.Open(dir, cfg, nil, nil); err == nil || !strings.Contains(err.Error(), "bad count") {
 		t.Errorf("a corrupt counter: %v", err)
 	}
+}
+
+// A crawl killed after its pages were committed resumes with the page
+// budget its commits spent, exactly the page records that cost a request,
+// and without reading the page records before its first request (issue 30:
+// a resumed crawl of a million pages counted them all first).
+func TestResumeAfterKillReadsNoPageRecords(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	cfg := configs.Default()
+	cfg.Politeness.Delay = 0
+	s := open(t, dir, cfg, crawlSite(t))
+	c, err := s.Start(cfg, crawl.Env{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // a hang bound
+	defer cancel()
+	if err := c.Engine.Run(ctx, ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	s.DB.Close() // a kill: Close never runs, the run mark stays
+
+	s = open(t, dir, cfg)
+	if _, err := s.Start(cfg, crawl.Env{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if pages, skipped := s.DB.FullScans(); pages != 0 || skipped != 0 {
+		t.Errorf("resume up to the first lease scanned the page records %d times and the skip records %d times, want none", pages, skipped)
+	}
+	st, err := crawl.StoredStats(s.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Pages != 3 || int64(s.PagesSpent()) != st.Pages {
+		t.Errorf("after a kill: %d spent, want the %d page records that cost a request (3)", s.PagesSpent(), st.Pages)
+	}
+	s.Close()
 }

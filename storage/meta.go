@@ -28,6 +28,12 @@ const (
 	// says so when opened was not closed by its last run, and MetaPagesSpent
 	// may be behind.
 	MetaRunOpen = "run_open"
+	// MetaPagesCommitted is the page budget spent as of the last committed
+	// transaction of a fetched item (decimal): each such transaction writes
+	// it, and each run starts it at MetaPagesSpent, so a store whose last
+	// run did not end reads it instead of counting its page records (issue
+	// 30: a full scan before the first request).
+	MetaPagesCommitted = "pages_committed"
 	// MetaKeeper names the data dir in a crawl shared through Redis: the
 	// id under which its worker answers for its pages' texts
 	// (cluster/redisstate/text.go).
@@ -76,4 +82,9 @@ func (d *DB) Seeds() ([]string, error) {
 // PutSeeds stores the seed URLs.
 func (d *DB) PutSeeds(seeds []string) error {
 	return d.PutMeta(MetaSeeds, []byte(strings.Join(seeds, "\n")))
+}
+
+// DeleteMeta removes the metadata value name (none: nothing to do).
+func (d *DB) DeleteMeta(name string) error {
+	return d.Update(func(tx *Tx) error { return tx.delete(metaKey(name)) })
 }
