@@ -18,6 +18,7 @@ type Server struct {
 	srv      *http.Server
 	lns      []net.Listener
 	requests atomic.Int64
+	pages    atomic.Int64
 	host     map[netip.Addr]int
 	done     chan error
 }
@@ -78,8 +79,9 @@ func closeAll(lns []net.Listener) {
 	}
 }
 
-// Requests returns the number of requests answered.
-func (s *Server) Requests() int64 { return s.requests.Load() }
+// Requests returns the number of requests answered, and of pages served
+// (200 responses).
+func (s *Server) Requests() (requests, pages int64) { return s.requests.Load(), s.pages.Load() }
 
 // Close stops the server.
 func (s *Server) Close() error {
@@ -117,6 +119,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		http.NotFound(rw, r)
 		return
 	}
+	s.pages.Add(1)
 	rw.Header().Set("Content-Type", "text/html; charset=utf-8")
 	rw.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	rw.Write(body)

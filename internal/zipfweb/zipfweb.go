@@ -30,7 +30,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/horseshoe-crawler/horseshoe/dedup"
@@ -355,32 +354,37 @@ func (w *Web) Page(h, j int) ([]byte, bool) {
 }
 
 func (w *Web) render(p page) []byte {
-	var b strings.Builder
-	b.Grow(len(p.words)*9 + len(p.links)*40 + 200)
-	b.WriteString("<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>")
-	b.WriteString(p.title)
-	b.WriteString("</title></head>\n<body>\n")
+	size := 200 + len(p.title) + 12*len(p.paras)
+	for _, word := range p.words {
+		size += len(word) + 1
+	}
+	for _, href := range p.links {
+		size += len(href) + 15
+	}
+	b := make([]byte, 0, size)
+	b = append(b, "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>"...)
+	b = append(b, p.title...)
+	b = append(b, "</title></head>\n<body>\n"...)
 	i := 0
 	for _, k := range p.paras {
-		b.WriteString("<p>")
+		b = append(b, "<p>"...)
 		for e := i + k; i < e; i++ {
 			if i > 0 {
-				b.WriteByte(' ')
+				b = append(b, ' ')
 			}
 			if href, ok := p.links[i]; ok {
-				b.WriteString(`<a href="`)
-				b.WriteString(href)
-				b.WriteString(`">`)
-				b.WriteString(p.words[i])
-				b.WriteString("</a>")
+				b = append(b, `<a href="`...)
+				b = append(b, href...)
+				b = append(b, `">`...)
+				b = append(b, p.words[i]...)
+				b = append(b, "</a>"...)
 			} else {
-				b.WriteString(p.words[i])
+				b = append(b, p.words[i]...)
 			}
 		}
-		b.WriteString("</p>\n")
+		b = append(b, "</p>\n"...)
 	}
-	b.WriteString("</body></html>\n")
-	return []byte(b.String())
+	return append(b, "</body></html>\n"...)
 }
 
 // alias is Walker's alias table: a draw from a discrete distribution in
