@@ -73,6 +73,17 @@ for n in $SIZES; do
 	rm -rf "$RUN/data-$n"
 done
 
+# focus_ms REGEX PROFILE [FLATREGEX]: ms of the samples with a frame matching
+# REGEX; with FLATREGEX, only those samples' flat time in functions matching it.
+focus_ms() {
+	"$GO" tool pprof -top -nodefraction=0 -nodecount=100000 -focus="$1" bin/crawler "$2" 2>/dev/null |
+		awk -v flat="${3:-}" '
+		function ms(v) { sub(/,$/, "", v); if (v ~ /ms$/) return v + 0; if (v ~ /us$/) return v / 1000; if (v ~ /s$/) return v * 1000; return v + 0 }
+		/^Showing nodes accounting for/ { total = ms($5) }
+		flat != "" && $1 ~ /^[0-9.]+(s|ms|us)?$/ && NF >= 6 && $6 ~ flat { sum += ms($1) }
+		END { print (flat == "" ? total + 0 : sum + 0) }'
+}
+
 first=$(head -1 "$RUN/results" | cut -d' ' -f1)
 last=$(tail -1 "$RUN/results" | cut -d' ' -f1)
 {
@@ -106,6 +117,39 @@ last=$(tail -1 "$RUN/results" | cut -d' ' -f1)
 		for (nm in seen) printf "%.4f\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%s\t%s\n", cum[2, nm] - cum[1, nm], nm, cum[1, nm], cum[2, nm], flat[1, nm], flat[2, nm], (share[1, nm] == "" ? "-" : share[1, nm]), (share[2, nm] == "" ? "-" : share[2, nm])
 	}' "$RUN/top-$first.txt" "$RUN/top-$last.txt" | sort -t$'\t' -k1,1gr | awk 'NR <= 25' |
 		awk -F'\t' '{ printf "| `%s` | %s | %s | %+.3f | %s | %s | %s | %s |\n", $2, $3, $4, $1, $5, $6, $7, $8 }'
+	echo
+	echo "Issue 30's suspects: the CPU of the profile's samples with a matching function on the stack"
+	echo "(go tool pprof -focus=REGEX; a sample counts once however many frames match), in ms a page."
+	echo
+	printf '| suspect | focus |'; for s in $SIZES; do printf ' ms/page %s |' "$s"; done; printf ' %s/%s |\n' "$last" "$first"
+	printf '|---|---|'; for s in $SIZES; do printf -- '---|'; done; printf -- '---|\n'
+	while IFS=';' read -r name re flat; do
+		printf '| %s | `%s`%s |' "$name" "${re//|/\\|}" "${flat:+, flat \`${flat//|/\\|}\`}"
+		for s in $SIZES; do
+			p=$(awk -v s="$s" '$1 == s {print $4}' "$RUN/results")
+			printf ' %.3f |' "$(awk -v v="$(focus_ms "$re" "$RUN/cpu-$s.prof" "$flat")" -v p="$p" 'BEGIN{print v / p}')"
+		done
+		a=$(focus_ms "$re" "$RUN/cpu-$first.prof" "$flat")
+		b=$(focus_ms "$re" "$RUN/cpu-$last.prof" "$flat")
+		awk -v a="$a" -v b="$b" -v pa="$pf" -v pb="$pl" 'BEGIN { if (a > 0) printf " %.2f |\n", (b / pb) / (a / pa); else print " - |" }'
+	done <<-'SUSPECTS'
+	whole profile;.
+	the page's commit (crawl.Engine.commit, Badger's Update and the crawler's work inside it);crawl\.\(\*Engine\)\.commit$
+	Badger point reads (Txn.Get);badger/v4\.\(\*Txn\)\.Get$
+	Badger write path (value log, memtables);badger/v4\.\(\*DB\)\.(writeRequests|doWrites)
+	Badger memtable flush;handleMemTableFlush|flushMemtable
+	Badger compaction;levelsController\)\.[a-zA-Z]*[cC]ompact
+	reads reaching the LSM tables (memtable misses);levelsController\)\.get
+	seen-set reads;storage\.\(\*Tx\)\.SeenID|storage\.\(\*DB\)\.Seen$
+	frontier disk queue;storage\.\(\*DB\)\.(LoadQueue|QueueHosts)|storage\.\(\*Tx\)\.(PutQueue|DeleteQueue)
+	frontier, all;horseshoe/frontier\.
+	full scans;storage\.\(\*DB\)\.scan$
+	dedup, all;horseshoe/dedup\.
+	dedup's map operations;horseshoe/dedup\.;runtime\.map|internal/runtime/maps
+	GC (mark workers, assists, sweep);runtime\.(gcBgMarkWorker|gcAssistAlloc|bgsweep)
+	Go's scavenger (memory returned to the OS under the soft memory limit);runtime\.\(\*pageAlloc\)\.scavenge$
+	parse;horseshoe/parse\.
+	SUSPECTS
 	echo
 	echo "Each profile's total: $(for s in $SIZES; do grep -m1 '^Duration' "$RUN/top-$s.txt" | sed "s/^/$s pages: /"; done | paste -sd';' -)"
 	echo
