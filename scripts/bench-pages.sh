@@ -158,7 +158,7 @@ last=$(tail -1 "$RUN/results" | cut -d' ' -f1)
 cat "$RUN/section.md"
 
 if [[ -n $DOC ]]; then
-	if ! grep -q '<!-- bench:pages:begin -->' "$DOC"; then
+	if ! grep -qs '<!-- bench:pages:begin -->' "$DOC"; then
 		printf '\n## Issue 30: cost per page from 10k to 100k pages\n\n<!-- bench:pages:begin -->\n<!-- bench:pages:end -->\n' >>"$DOC"
 	fi
 	awk -v sec="$RUN/section.md" '
