@@ -20,7 +20,7 @@ import (
 // smallWeb is a web of the fast tier: a few thousand pages on a few hosts.
 func smallWeb(t *testing.T, seed uint64) *Web {
 	t.Helper()
-	w, err := New(Options{Hosts: 7, Pages: 2003, Seed: seed, Port: 8123})
+	w, err := New(Options{Hosts: 7, Pages: 1003, Seed: seed, Port: 8123})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -24,7 +25,19 @@ func main() {
 	seed := flag.Uint64("seed", 0, "seed of the generator (0: from the clock)")
 	port := flag.Int("port", 0, "port of every host (0: a free one)")
 	seeds := flag.String("seeds", "", "write the seed URLs to this file (default: a temporary file)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the server to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	// The pages are garbage as soon as they are written: a larger heap
 	// target spends less of the machine on the collector.
 	debug.SetGCPercent(400)
