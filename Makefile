@@ -14,7 +14,7 @@ E2E_PKGS  := $(sort $(patsubst %/,./%,$(dir $(shell grep -rlE --include='*_test.
 TEST_DEPS ?= $(or $(HORSESHOE_TEST_DEPS),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/horseshoe)
 WITH_TEST_ENV = if [ -f "$(TEST_DEPS)/test-env.sh" ]; then . "$(TEST_DEPS)/test-env.sh"; fi;
 
-.PHONY: all build test test-deps test-fast test-fast-others fuzz-smoke test-race test-e2e flake check bench bench-scale bench-smoke cross demo fuzz fmt vet staticcheck clean
+.PHONY: all build test test-deps test-fast test-fast-others fuzz-smoke test-race test-e2e flake check bench bench-scale bench-pages bench-smoke cross demo fuzz fmt vet staticcheck clean
 
 all: build
 
@@ -106,6 +106,14 @@ bench: build
 # runs it at its end unless HORSESHOE_BENCH_SCALE=0).
 bench-scale: build
 	bash scripts/bench-scale.sh
+
+# Issue 30's cost per page (scripts/bench-pages.sh): the crawler over the
+# zipfweb (internal/zipfweb, 250 loopback hosts served from memory) at
+# delay 0 to 10,000 and 100,000 pages (HORSESHOE_PAGES_1M=1: and 1,000,000),
+# with CPU profiles; the table and the functions whose CPU a page grows
+# into BENCHMARKS.md. About 10 minutes on 2 cores (the 1M crawl: 40 more).
+bench-pages: build
+	bash scripts/bench-pages.sh
 
 # Build, serve the demo web on loopback, crawl it, print the report.
 demo: build

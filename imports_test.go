@@ -13,7 +13,7 @@ const mod = "github.com/horseshoe-crawler/horseshoe/"
 // fixtures are the packages only tests, benchmarks and make targets link.
 var fixtures = []string{"storage/storetest", "internal/testweb", "internal/testtools", "internal/testproxy",
 	"internal/hostile", "internal/variantweb", "internal/dedupeval", "internal/warcread", "internal/memnet",
-	"internal/scaleweb", "internal/testsummary", "internal/benchreport", "internal/bigstore"}
+	"internal/scaleweb", "internal/zipfweb", "internal/testsummary", "internal/benchreport", "internal/bigstore"}
 
 // TestBinaryLinksNoFixture: the crawler binary links no test fixture, and
 // not the testing package (a fixture's usual way in).
@@ -77,6 +77,8 @@ func TestImportRules(t *testing.T) {
 		{pkg: "internal/warcread", forbidden: []string{mod}},
 		{pkg: "internal/memnet", forbidden: []string{mod}},
 		{pkg: "internal/scaleweb", forbidden: []string{mod}},
+		{pkg: "internal/zipfweb", forbidden: []string{mod + "cmd", mod + "session", mod + "crawl"}},
+		{pkg: "internal/zipfweb/cmd/zipfweb", forbidden: []string{mod + "cmd", mod + "session", mod + "crawl"}},
 		{pkg: "internal/testsummary", forbidden: []string{mod}},
 		{pkg: "internal/benchreport", forbidden: []string{mod}},
 		{pkg: "internal/benchreport/benchtool", forbidden: []string{mod + "cmd", mod + "session"}},

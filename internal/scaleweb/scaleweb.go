@@ -93,7 +93,7 @@ func Generate(root string, o Options) (Web, error) {
 	if o.Hosts > maxHosts {
 		return Web{}, fmt.Errorf("scaleweb: %d hosts, at most %d", o.Hosts, maxHosts)
 	}
-	voc := vocabulary(rand.New(rand.NewPCG(o.Seed, 0x5eed)), 20000)
+	voc := Vocabulary(rand.New(rand.NewPCG(o.Seed, 0x5eed)), 20000)
 	w := Web{Root: root, Port: o.Port, Pages: o.Hosts * o.PagesPerHost}
 	for i := range o.Hosts {
 		ip := HostIP(i)
@@ -159,8 +159,9 @@ func writeHost(root string, i int, o Options, voc []string) error {
 	return nil
 }
 
-// vocabulary makes n distinct pseudo-words of two to four syllables.
-func vocabulary(r *rand.Rand, n int) []string {
+// Vocabulary makes n distinct pseudo-words of two to four syllables, of the
+// letters a-w and z (no q, x or y: internal/zipfweb's markers are free).
+func Vocabulary(r *rand.Rand, n int) []string {
 	cons := []string{"b", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z", "br", "st", "tr"}
 	vow := []string{"a", "e", "i", "o", "u", "ai", "ou"}
 	seen := make(map[string]bool, n)
