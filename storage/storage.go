@@ -14,13 +14,13 @@
 //	m/<name>            crawl metadata (schema version, settings, counters)
 //	s/<url>             seen URL -> page id (8 bytes)
 //	q/<host>\x00<seq>   queued item (JSON), seq big-endian
-//	p/<id>              page record (JSON)
+//	p/<id>              page record (binary, record.go; JSON before issue 29)
 //	r/<id>              raw HTTP response (status line, headers, body), compressed
 //	w/<id>              raw HTTP request, compressed
 //	t/<id>              visible text, compressed
 //	g/<id>              dedup signature (dedup.Signature binary form)
 //	l/<id>              the page's links on its own origin, as sorted 64-bit hashes (mirror evidence)
-//	k/<url>             record of a URL skipped as a copy (mirror_skipped), JSON Page
+//	k/<url>             record of a URL skipped as a copy (mirror_skipped), a page record
 //	d/<url>\x00i<id>    a URL skipped because its counterpart <url> was known (JSON);
 //	d/<url>\x00u<link>  ... a link skipped without a page record of its own
 //	b/<host>            robots.txt entry (JSON)
@@ -869,11 +869,7 @@ func (t *Tx) DeleteQueue(host string, seq uint64) error {
 
 // PutPage stores a page record.
 func (t *Tx) PutPage(p *Page) error {
-	b, err := json.Marshal(p)
-	if err != nil {
-		return err
-	}
-	return t.set(idKey('p', p.ID), b)
+	return t.set(idKey('p', p.ID), encodePage(p))
 }
 
 // DeletePage removes a page record (a skip record whose URL is queued again).
@@ -1009,11 +1005,7 @@ func (t *Tx) TakeDependents(counterpart string) ([]Dependent, error) {
 // known page. Skipped URLs are not marked seen: if a unique page links to one
 // later, it is queued and fetched after all (and DeleteSkipped drops this).
 func (t *Tx) PutSkipped(p *Page) error {
-	b, err := json.Marshal(p)
-	if err != nil {
-		return err
-	}
-	return t.set([]byte("k/"+p.URL), b)
+	return t.set([]byte("k/"+p.URL), encodePage(p))
 }
 
 // GetSkipped returns the skip record of u, or nil if u has none.
@@ -1032,7 +1024,7 @@ func (t *Tx) pageAt(k []byte) (*Page, error) {
 		return nil, err
 	}
 	var p Page
-	err = item.Value(func(v []byte) error { return json.Unmarshal(v, &p) })
+	err = item.Value(func(v []byte) error { return decodePage(v, &p) })
 	return &p, err
 }
 
@@ -1107,7 +1099,7 @@ func (d *DB) Page(id uint64) (*Page, error) {
 		return nil, err
 	}
 	var p Page
-	if err := json.Unmarshal(b, &p); err != nil {
+	if err := decodePage(b, &p); err != nil {
 		return nil, fmt.Errorf("page %d: %w", id, err)
 	}
 	return &p, nil
@@ -1154,7 +1146,7 @@ func (d *DB) ForEachPage(fn func(*Page) error) error {
 	d.pageScans.Add(1)
 	return d.scan([]byte("p/"), func(_, v []byte) error {
 		var p Page
-		if err := json.Unmarshal(v, &p); err != nil {
+		if err := decodePage(v, &p); err != nil {
 			return err
 		}
 		return fn(&p)
@@ -1166,7 +1158,7 @@ func (d *DB) ForEachSkipped(fn func(*Page) error) error {
 	d.skipScans.Add(1)
 	return d.scan([]byte("k/"), func(_, v []byte) error {
 		var p Page
-		if err := json.Unmarshal(v, &p); err != nil {
+		if err := decodePage(v, &p); err != nil {
 			return err
 		}
 		return fn(&p)
@@ -1179,7 +1171,7 @@ func (d *DB) ForEachSkipped(fn func(*Page) error) error {
 func (d *DB) ForEachSkippedUnder(prefix string, fn func(*Page) error) error {
 	return d.scan([]byte("k/"+prefix), func(_, v []byte) error {
 		var p Page
-		if err := json.Unmarshal(v, &p); err != nil {
+		if err := decodePage(v, &p); err != nil {
 			return err
 		}
 		return fn(&p)
