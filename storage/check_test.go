@@ -9,32 +9,37 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 )
 
 // crashText is the text of page id, above the value threshold, so in the
 // value log: 5-13 KB, one in 16 1-3 MB (a kill then often lands in the
-// middle of Badger's copy of it into the value log).
+// middle of Badger's copy of it into the value log). Random bytes: values are
+// stored compressed (codec.go), and these stay their size.
 func crashText(id uint64) string {
 	r := rand.New(rand.NewPCG(id, 5))
-	var b strings.Builder
 	n := 5000 + r.IntN(8000)
-	for b.Len() < min(n, 16<<10) {
-		fmt.Fprintf(&b, "w%x ", r.Uint32()%50000)
+	if id%16 == 0 {
+		n = 1<<20 + r.IntN(2<<20)
 	}
-	if id%16 != 0 {
-		return b.String()
-	}
-	n = 1<<20 + r.IntN(2<<20)
-	return strings.Repeat(b.String(), n/b.Len()+1)[:n]
+	return noise(r, n)
 }
 
 // crashRaw is the raw response of page id: 3 KB, below the value threshold,
-// so in the memtable (8 MB: flushed every few thousand pages).
+// so in the memtable (8 MB: flushed every few thousand pages). Its body is
+// random bytes, which compression does not shrink.
 func crashRaw(id uint64) string {
-	return fmt.Sprintf("HTTP/1.1 200 OK\r\nX-Id: %d\r\n\r\n", id) + strings.Repeat(strconv.FormatUint(id%10, 10), 3000)
+	return fmt.Sprintf("HTTP/1.1 200 OK\r\nX-Id: %d\r\n\r\n", id) + noise(rand.New(rand.NewPCG(id, 6)), 3000)
+}
+
+// noise returns n random bytes from r.
+func noise(r *rand.Rand, n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return string(b)
 }
 
 // vlogEntry encodes an entry as Badger writes it to the value log.

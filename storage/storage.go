@@ -14,17 +14,20 @@
 //	m/<name>            crawl metadata (schema version, settings, counters)
 //	s/<url>             seen URL -> page id (8 bytes)
 //	q/<host>\x00<seq>   queued item (JSON), seq big-endian
-//	p/<id>              page record (JSON)
-//	r/<id>              raw HTTP response (status line, headers, body)
-//	w/<id>              raw HTTP request
-//	t/<id>              visible text
+//	p/<id>              page record (binary, record.go; JSON before issue 29)
+//	r/<id>              raw HTTP response (status line, headers, body), compressed
+//	w/<id>              raw HTTP request, compressed
+//	t/<id>              visible text, compressed
 //	g/<id>              dedup signature (dedup.Signature binary form)
 //	l/<id>              the page's links on its own origin, as sorted 64-bit hashes (mirror evidence)
-//	k/<url>             record of a URL skipped as a copy (mirror_skipped), JSON Page
+//	k/<url>             record of a URL skipped as a copy (mirror_skipped), a page record
 //	d/<url>\x00i<id>    a URL skipped because its counterpart <url> was known (JSON);
 //	d/<url>\x00u<link>  ... a link skipped without a page record of its own
 //	b/<host>            robots.txt entry (JSON)
 //	x/<kind>/<key>      mirror evidence and decisions (JSON)
+//
+// Compressed values are 0xFF then a zstd frame; a value without that prefix,
+// as every store before issue 30 holds, is read as it is (codec.go).
 package storage
 
 import (
@@ -136,6 +139,7 @@ type damageLog struct {
 	unreadable map[string]int    // kind ("page texts") -> values not returned
 	vlogWhy    map[uint64]string // value-log file id -> why a value could not be read
 	lastWhy    string            // why the last value could not be read
+	corrupt    bool              // a value read whole did not decode (codec.go)
 }
 
 // Open opens (creating if needed) the crawl store in dir.
@@ -530,6 +534,15 @@ func (l *damageLog) count(kind string) {
 	l.mu.Unlock()
 }
 
+// undecodable counts a value Badger returned whole (its checksum good) that
+// does not decode (codec.go).
+func (l *damageLog) undecodable(kind string) {
+	l.mu.Lock()
+	l.unreadable[kind]++
+	l.corrupt = true
+	l.mu.Unlock()
+}
+
 // readFailed records why Badger could not read a value (from its log line).
 // Badger logs an "Unable to read" line with the error, then lines naming
 // the value pointers (Fid) of the key's versions.
@@ -589,6 +602,9 @@ func (d *DB) Damage() []Damage {
 		if !slices.Contains(whys, l.vlogWhy[f]) {
 			whys = append(whys, l.vlogWhy[f])
 		}
+	}
+	if l.corrupt {
+		whys = append(whys, "compressed value does not decode")
 	}
 	file := "value log"
 	if len(files) > 0 {
@@ -853,27 +869,33 @@ func (t *Tx) DeleteQueue(host string, seq uint64) error {
 
 // PutPage stores a page record.
 func (t *Tx) PutPage(p *Page) error {
-	b, err := json.Marshal(p)
-	if err != nil {
-		return err
-	}
-	return t.set(idKey('p', p.ID), b)
+	return t.set(idKey('p', p.ID), encodePage(p))
 }
 
 // DeletePage removes a page record (a skip record whose URL is queued again).
 func (t *Tx) DeletePage(id uint64) error { return t.delete(idKey('p', id)) }
 
-// PutRaw stores the raw request and response of page id.
+// PutRaw stores the raw request and response of page id (compressed, see
+// codec.go).
 func (t *Tx) PutRaw(id uint64, request, response []byte) error {
-	if err := t.set(idKey('w', id), request); err != nil {
+	if err := t.putValue(idKey('w', id), request); err != nil {
 		return err
 	}
-	return t.set(idKey('r', id), response)
+	return t.putValue(idKey('r', id), response)
 }
 
-// PutText stores the visible text of page id.
+// PutText stores the visible text of page id (compressed, see codec.go).
 func (t *Tx) PutText(id uint64, text string) error {
-	return t.set(idKey('t', id), []byte(text))
+	return t.putValue(idKey('t', id), []byte(text))
+}
+
+// putValue stores v under key compressed (DB.getValue reads it).
+func (t *Tx) putValue(key, v []byte) error {
+	b, err := encodeValue(v)
+	if err != nil {
+		return err
+	}
+	return t.set(key, b)
 }
 
 // PutSignature stores the dedup signature of page id (unique pages only: the
@@ -983,11 +1005,7 @@ func (t *Tx) TakeDependents(counterpart string) ([]Dependent, error) {
 // known page. Skipped URLs are not marked seen: if a unique page links to one
 // later, it is queued and fetched after all (and DeleteSkipped drops this).
 func (t *Tx) PutSkipped(p *Page) error {
-	b, err := json.Marshal(p)
-	if err != nil {
-		return err
-	}
-	return t.set([]byte("k/"+p.URL), b)
+	return t.set([]byte("k/"+p.URL), encodePage(p))
 }
 
 // GetSkipped returns the skip record of u, or nil if u has none.
@@ -1006,7 +1024,7 @@ func (t *Tx) pageAt(k []byte) (*Page, error) {
 		return nil, err
 	}
 	var p Page
-	err = item.Value(func(v []byte) error { return json.Unmarshal(v, &p) })
+	err = item.Value(func(v []byte) error { return decodePage(v, &p) })
 	return &p, err
 }
 
@@ -1081,7 +1099,7 @@ func (d *DB) Page(id uint64) (*Page, error) {
 		return nil, err
 	}
 	var p Page
-	if err := json.Unmarshal(b, &p); err != nil {
+	if err := decodePage(b, &p); err != nil {
 		return nil, fmt.Errorf("page %d: %w", id, err)
 	}
 	return &p, nil
@@ -1089,17 +1107,33 @@ func (d *DB) Page(id uint64) (*Page, error) {
 
 // Text reads the visible text of page id.
 func (d *DB) Text(id uint64) (string, error) {
-	b, err := d.get(idKey('t', id))
+	b, err := d.getValue(idKey('t', id))
 	return string(b), err
 }
 
 // Raw reads the raw request and response of page id.
 func (d *DB) Raw(id uint64) (request, response []byte, err error) {
-	if request, err = d.get(idKey('w', id)); err != nil {
+	if request, err = d.getValue(idKey('w', id)); err != nil {
 		return nil, nil, err
 	}
-	response, err = d.get(idKey('r', id))
+	response, err = d.getValue(idKey('r', id))
 	return request, response, err
+}
+
+// getValue reads a value stored by putValue (a raw request or response, a
+// text). One that does not decode is unreadable, counted as damage like a
+// value Badger could not read.
+func (d *DB) getValue(key []byte) ([]byte, error) {
+	b, err := d.get(key)
+	if err != nil {
+		return nil, err
+	}
+	out, err := decodeValue(b)
+	if err != nil {
+		d.damage.undecodable(kindOf(key))
+		return nil, fmt.Errorf("%w: key %q: %w", ErrUnreadable, printableKey(key), err)
+	}
+	return out, nil
 }
 
 // FullScans returns how many scans over all page records (ForEachPage) and
@@ -1112,7 +1146,7 @@ func (d *DB) ForEachPage(fn func(*Page) error) error {
 	d.pageScans.Add(1)
 	return d.scan([]byte("p/"), func(_, v []byte) error {
 		var p Page
-		if err := json.Unmarshal(v, &p); err != nil {
+		if err := decodePage(v, &p); err != nil {
 			return err
 		}
 		return fn(&p)
@@ -1124,7 +1158,7 @@ func (d *DB) ForEachSkipped(fn func(*Page) error) error {
 	d.skipScans.Add(1)
 	return d.scan([]byte("k/"), func(_, v []byte) error {
 		var p Page
-		if err := json.Unmarshal(v, &p); err != nil {
+		if err := decodePage(v, &p); err != nil {
 			return err
 		}
 		return fn(&p)
@@ -1137,7 +1171,7 @@ func (d *DB) ForEachSkipped(fn func(*Page) error) error {
 func (d *DB) ForEachSkippedUnder(prefix string, fn func(*Page) error) error {
 	return d.scan([]byte("k/"+prefix), func(_, v []byte) error {
 		var p Page
-		if err := json.Unmarshal(v, &p); err != nil {
+		if err := decodePage(v, &p); err != nil {
 			return err
 		}
 		return fn(&p)

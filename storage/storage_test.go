@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/horseshoe-crawler/horseshoe/frontier"
+	"github.com/horseshoe-crawler/horseshoe/internal/testtools"
 )
 
 func open(t *testing.T, dir string) *DB {
@@ -393,7 +395,11 @@ func TestValuesLargerThanTheDefaultLogFile(t *testing.T) {
 		t.Skip("writes 70 MB")
 	}
 	const size = DefaultValueLogFileSize + 6<<20
-	text := strings.Repeat("w", size)
+	// Random bytes: values are stored compressed, and these do not compress.
+	seed := testtools.Seed(t, "./storage/")
+	raw := make([]byte, size)
+	rand.New(rand.NewSource(int64(seed))).Read(raw)
+	text := string(raw)
 	dir := t.TempDir()
 	small := open(t, dir)
 	err := small.Update(func(tx *Tx) error { return tx.PutText(1, text) })
