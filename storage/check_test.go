@@ -33,7 +33,7 @@ func crashText(id uint64) string {
 }
 
 // crashRaw is the raw response of page id: 3 KB, below the value threshold,
-// so in the memtable (8 MB: flushed every few thousand pages).
+// so in the memtable (4 MB: flushed every thousand pages or so).
 func crashRaw(id uint64) string {
 	return fmt.Sprintf("HTTP/1.1 200 OK\r\nX-Id: %d\r\n\r\n", id) + strings.Repeat(strconv.FormatUint(id%10, 10), 3000)
 }
