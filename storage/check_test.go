@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // crashText is the text of page id, above the value threshold, so in the
@@ -27,7 +28,7 @@ func crashText(id uint64) string {
 }
 
 // crashRaw is the raw response of page id: 3 KB, below the value threshold,
-// so in the memtable (8 MB: flushed every few thousand pages). Its body is
+// so in the memtable (4 MB: flushed every thousand pages or so). Its body is
 // random bytes, which compression does not shrink.
 func crashRaw(id uint64) string {
 	return fmt.Sprintf("HTTP/1.1 200 OK\r\nX-Id: %d\r\n\r\n", id) + noise(rand.New(rand.NewPCG(id, 6)), 3000)
@@ -226,26 +227,70 @@ func TestCheckUnlistedTables(t *testing.T) {
 	}
 }
 
-// copyOpenStore copies the files of a store that is open (as a crash leaves
-// them), skipping those Badger removes meanwhile.
+// copyOpenStore copies the files of a store that is open into to, as a crash
+// leaves them at one instant. Badger flushes and compacts in the background
+// (after a reopen too, moving tables to the levels their sizes call for): it
+// writes the new tables, records them in the MANIFEST, then deletes the tables
+// they replace, so at every instant the tables the MANIFEST lists are on disk.
+// A copy file by file spans many instants: the tables are copied before the
+// MANIFEST (names sort digits first), and a compaction that writes and records
+// a table in between leaves a copy whose MANIFEST lists a table it does not
+// hold, which no crash leaves (and Check rightly calls damage). So the copy is
+// made again until the store's file names and its MANIFEST are the same after
+// it as before it: then no table was written, recorded or deleted meanwhile,
+// and the copy is the store at one instant. Nothing writes to the store
+// during the copy, so its background work ends and the loop with it.
 func copyOpenStore(t *testing.T, from, to string) {
 	t.Helper()
-	es, err := os.ReadDir(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range es {
-		b, err := os.ReadFile(filepath.Join(from, e.Name()))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
+	for attempt := 1; ; attempt++ {
+		before := storeFiles(t, from)
+		if err := os.RemoveAll(to); err != nil {
+			t.Fatal(err)
 		}
+		if err := os.MkdirAll(to, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		es, err := os.ReadDir(from)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
+		for _, e := range es {
+			b, err := os.ReadFile(filepath.Join(from, e.Name()))
+			if errors.Is(err, os.ErrNotExist) {
+				continue // removed meanwhile: storeFiles differs, the copy is made again
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
+		if storeFiles(t, from) == before {
+			return
+		}
+		t.Logf("copy %d of the open store overlapped a flush or compaction: copying again", attempt)
+		time.Sleep(10 * time.Millisecond) // let the background work go on; not a timing assertion
 	}
+}
+
+// storeFiles returns the file names of the store in dir and its MANIFEST.
+func storeFiles(t *testing.T, dir string) string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, e := range es {
+		b.WriteString(e.Name() + "\n")
+	}
+	m, err := os.ReadFile(filepath.Join(dir, "MANIFEST"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Write(m)
+	return b.String()
 }
 
 // snapshotDir returns the contents of every file in dir.

@@ -217,12 +217,10 @@ func Open(dir string, o Options) (*DB, error) {
 		// decompressed table blocks for reads (seen checks, queue
 		// entries, page records): 8 MB instead of 32 (the corpus crawl
 		// held 11 MB in it at its peak); a miss costs a block read from
-		// the mapped table and its decompression. 4 MB memtables cut
-		// the corpus crawl's peak by 5-10 MB more, but they change when
-		// Badger compacts after a reopen, which TestCheckUnlistedTables
-		// caught (a copy of the open store missing a table a compaction
-		// replaced): not taken without knowing why.
-		WithMemTableSize(8 << 20).
+		// the mapped table and its decompression. Memtables of 4 MB
+		// instead of 8 (issue 29): each arena, and each flush's
+		// builders, half the size; twice as many L0 tables and flushes.
+		WithMemTableSize(4 << 20).
 		WithBaseTableSize(1 << 20).
 		WithNumLevelZeroTables(3).
 		WithNumLevelZeroTablesStall(8).
