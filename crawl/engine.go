@@ -160,7 +160,7 @@ func NewShared(o Options, st Store, fr Frontier, f Fetcher, robots RobotsSource,
 		digests: payloadDigests{m: map[[8]byte]digestHit{}}, params: frontier.NewParamLearner(frontier.ParamOptions{})}
 	e.mirror, e.links, e.near = noMirrors{}, plainLinks{}, o.Links
 	if o.Mirror != nil {
-		mr := &mirrorRules{e: e, det: o.Mirror}
+		mr := &mirrorRules{e: e, det: o.Mirror, sub: mirror.NewSubtrees(mirror.SubtreeOptions{})}
 		e.mirror, e.links = mr, mirrorLinks{mr}
 	}
 	if o.Links != nil {

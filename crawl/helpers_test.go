@@ -345,6 +345,7 @@ type crawlResult struct {
 	Skipped  map[string]*storage.Page // skip records (mirror_skipped without a page id), by URL
 	Aliases  *report.Aliases          // the report's canonical hints
 	Copies   *report.CopyPolicy       // the report's copy policy
+	Subtrees []report.MissingSubtree  // the report's missing subtrees
 	GiveUps  map[string]string        // host given up -> reason (frontier or stored evidence)
 	Requests int64
 	Elapsed  time.Duration
@@ -456,6 +457,7 @@ func runCrawl(tb testing.TB, cfg crawlConfig, seeds ...string) crawlResult {
 	res.Mirrors = rd.Mirrors
 	res.Aliases = rd.Aliases
 	res.Copies = rd.CopyPolicy
+	res.Subtrees = rd.MissingSubtrees
 	var text strings.Builder
 	if err := report.WriteText(&text, rd); err != nil {
 		tb.Fatalf("WriteText: %v", err)

@@ -29,6 +29,7 @@ import (
 type mirrorActions interface {
 	restore() error                                              // reload candidates on resume
 	skipLeased(it *frontier.Item) (attempt, bool)                // record a leased copy instead of fetching it
+	skipMissing(it *frontier.Item) (attempt, bool)               // record a leased URL under a missing subtree (subtree.go)
 	content(ct *commitTx, p *storage.Page, c *pageContent) error // evidence and waiting samples of a page with content
 	failed(ct *commitTx) error                                   // probe the mirror's copies of a failure
 	recorded(ct *commitTx, p *storage.Page) error                // the result of a gap probe
@@ -41,6 +42,7 @@ type noMirrors struct{}
 
 func (noMirrors) restore() error                                       { return nil }
 func (noMirrors) skipLeased(*frontier.Item) (attempt, bool)            { return attempt{}, false }
+func (noMirrors) skipMissing(*frontier.Item) (attempt, bool)           { return attempt{}, false }
 func (noMirrors) content(*commitTx, *storage.Page, *pageContent) error { return nil }
 func (noMirrors) failed(*commitTx) error                               { return nil }
 func (noMirrors) recorded(*commitTx, *storage.Page) error              { return nil }
@@ -52,6 +54,7 @@ func (noMirrors) follow(context.Context) func()                        { return 
 type mirrorRules struct {
 	e   *Engine
 	det *mirror.Detector
+	sub *mirror.Subtrees // the hosts' missing subtrees (subtree.go)
 	// In a shared crawl (mirrorlog.go): the crawl's mirror log, this
 	// worker's tag in it, the position applied last and how far behind the
 	// other workers' entries were applied.
@@ -62,6 +65,9 @@ type mirrorRules struct {
 }
 
 func (m *mirrorRules) restore() error {
+	if err := m.restoreSubtrees(); err != nil {
+		return err
+	}
 	if m.log != nil {
 		return m.replay()
 	}
@@ -513,6 +519,9 @@ func (m *mirrorRules) gapItem(tx Tx, g mirror.Gap) (frontier.Item, bool, error) 
 // because its original lacked something), a hit if it held new content, and
 // issues the probes the result releases.
 func (m *mirrorRules) recorded(ct *commitTx, p *storage.Page) error {
+	if err := m.subtrees(ct, p); err != nil {
+		return err
+	}
 	if err := m.lacks(ct, p); err != nil {
 		return err
 	}

@@ -36,6 +36,9 @@ func ReportData(db *storage.DB, filter string, curve []report.CurvePoint) (*repo
 	if d.IrrelevantParams, err = paramReport(db); err != nil {
 		return nil, err
 	}
+	if d.MissingSubtrees, err = subtreeReport(db, d.Mirrors); err != nil {
+		return nil, err
+	}
 	reportRun(db, d)
 	if d.Aliases, err = aliasReport(context.Background(), BadgerStore(db)); err != nil {
 		return nil, err

@@ -81,6 +81,10 @@ func (e *Engine) attempt(ctx context.Context, it *frontier.Item) attempt {
 	if prev := e.revisitOf(it); prev != nil {
 		return e.attemptRevisit(ctx, it, u, prev)
 	}
+	// A URL under a subtree its host lacks, verification pick or not.
+	if a, ok := e.mirror.skipMissing(it); ok {
+		return a
+	}
 	if !it.Verify {
 		if a, ok := e.mirror.skipLeased(it); ok {
 			return a

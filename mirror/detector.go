@@ -1016,3 +1016,42 @@ func (d *Detector) Restore(cs []Candidate) error {
 func (d *Detector) Qualified(c Candidate) bool {
 	return c.Decided || (!c.Withdrawn && c.LLR >= d.t.accept)
 }
+
+// Across returns u's counterpart on the other side of the best supported
+// cross-host candidate that holds u and is not rejected (decided first),
+// its key, the head (origin and prefix) of u's side, and whether u lies on
+// the side presumed the copy (the mirror side once decided). Missing
+// subtrees (Subtrees) are skipped in favour of it.
+func (d *Detector) Across(u string) (key, counterpart, head string, onCopy, ok bool) {
+	o := originOf(u)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var best *Candidate
+	var side Side
+	for _, c := range d.byOrigin[o] {
+		if c.Withdrawn || c.Halted || c.SameHost() {
+			continue
+		}
+		for _, s := range []Side{SideA, SideB} {
+			if _, ok := c.mapFrom(s).Apply(u); ok {
+				if best == nil || betterSupported(c, best) {
+					best, side = c, s
+				}
+				break
+			}
+		}
+	}
+	if best == nil {
+		return "", "", "", false, false
+	}
+	mp := best.mapFrom(side)
+	cp, _ := mp.Apply(u)
+	return best.Key, cp, mp.FromOrigin + mp.FromPrefix, side == best.copySide(), true
+}
+
+// Tracks reports whether u's origin is a side of some candidate.
+func (d *Detector) Tracks(u string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.byOrigin[originOf(u)]) > 0
+}

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"hash/maphash"
 	"math"
 	"slices"
 	"strings"
@@ -49,10 +50,11 @@ import (
 // differs from its counterpart, and only when the counterpart exists.
 //
 // Known limits: the evidence of a rule not yet decided is kept in memory
-// only (a resumed crawl gathers it again; decided rules are stored); past
-// maxSubtreePrefixes prefixes remembered, new prefixes are not tracked, and
-// a prefix not tracked is never decided (the rule fails safe: it only
-// costs requests). Once a rule is decided nothing more is requested under
+// only (a resumed crawl gathers it again; decided rules are stored). Memory
+// is bounded: past maxSubtreeRules prefixes with evidence, new ones are not
+// tracked (never decided); past maxServedPrefixes prefixes with a served
+// page (8 bytes each, hashed), no new rule is decided at all, as a served
+// page could go unseen (the rule fails safe: it only costs requests). Once a rule is decided nothing more is requested under
 // it on that host, so later counter-evidence comes only from pages in
 // flight at the decision, or from a URL under the prefix fetched by another
 // way (a redirect, a sitemap, a verification pick of a decided mirror).
@@ -61,8 +63,8 @@ import (
 const (
 	DefaultSubtreeErrorRate = 0.001
 	DefaultDeadLinkRate     = 0.25
-	maxSubtreePrefixes      = 1 << 16
-	subtreeMaxExamples      = 3
+	maxSubtreeRules         = 1 << 16
+	maxServedPrefixes       = 1 << 18
 )
 
 // SubtreeEvidence returns the evidence a missing subtree needs: the
@@ -88,7 +90,7 @@ type SubtreeOptions struct {
 type SubtreeRule struct {
 	Prefix    string   `json:"prefix"`     // absolute URL of a directory, ending in '/'
 	Lacks     int      `json:"lacks"`      // answers 404 or 410 under it
-	Examples  []string `json:"examples"`   // the first few of them
+	Examples  []string `json:"examples"`   // the first of them (the decision's n)
 	Decided   bool     `json:"decided"`    // the host lacks the subtree
 	Withdrawn bool     `json:"withdrawn"`  // decided, then contradicted
 	Counter   string   `json:"counter"`    // the page served under it that ended the rule
@@ -105,10 +107,21 @@ type Subtrees struct {
 	o SubtreeOptions
 	n int
 
+	seed maphash.Seed
+
 	mu     sync.Mutex
 	rules  map[string]*SubtreeRule // prefix -> evidence, not blocked
-	served map[string]bool         // prefixes under which a page was served
+	served map[uint64]struct{}     // prefixes under which a page was served (hashed)
+	full   bool                    // served is full: no new decision
 	active int                     // rules decided and standing
+}
+
+func (s *Subtrees) hash(prefix string) uint64 { return maphash.String(s.seed, prefix) }
+
+// isServed reports whether a page was served under prefix. s.mu is held.
+func (s *Subtrees) isServed(prefix string) bool {
+	_, ok := s.served[s.hash(prefix)]
+	return ok
 }
 
 // NewSubtrees returns an empty learner.
@@ -119,8 +132,8 @@ func NewSubtrees(o SubtreeOptions) *Subtrees {
 	if o.DeadRate <= 0 || o.DeadRate >= 1 {
 		o.DeadRate = DefaultDeadLinkRate
 	}
-	return &Subtrees{o: o, n: SubtreeEvidence(o.ErrorRate, o.DeadRate),
-		rules: map[string]*SubtreeRule{}, served: map[string]bool{}}
+	return &Subtrees{o: o, n: SubtreeEvidence(o.ErrorRate, o.DeadRate), seed: maphash.MakeSeed(),
+		rules: map[string]*SubtreeRule{}, served: map[uint64]struct{}{}}
 }
 
 // Needed is the evidence a decision takes.
@@ -153,28 +166,34 @@ func Dirs(u string) []string {
 // decide is the rule's one decision: enough evidence and no page served
 // under the prefix (a blocked prefix has no rule to decide).
 func (s *Subtrees) decide(r *SubtreeRule) bool {
-	return !r.Decided && r.Counter == "" && r.Lacks >= s.n
+	return !r.Decided && !s.full && r.Counter == "" && r.Lacks >= s.n
 }
 
 // Lack records that u answered 404 or 410. It returns the rules decided now.
+// Recording one URL again adds nothing while its rule is undecided.
 func (s *Subtrees) Lack(u string) []SubtreeRule {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []SubtreeRule
 	for _, p := range Dirs(u) {
-		if s.served[p] {
+		if s.isServed(p) {
 			continue
 		}
 		r := s.rules[p]
 		if r == nil {
-			if len(s.rules)+len(s.served) >= maxSubtreePrefixes {
+			if len(s.rules) >= maxSubtreeRules {
 				continue
 			}
 			r = &SubtreeRule{Prefix: p, Needed: s.n, ErrorRate: s.o.ErrorRate}
 			s.rules[p] = r
 		}
+		// The same URL twice (a commit retried) is one piece of
+		// evidence: the decision's n are distinct URLs.
+		if slices.Contains(r.Examples, u) {
+			continue
+		}
 		r.Lacks++
-		if len(r.Examples) < subtreeMaxExamples && !slices.Contains(r.Examples, u) {
+		if len(r.Examples) < s.n {
 			r.Examples = append(r.Examples, u)
 		}
 		if s.decide(r) {
@@ -188,20 +207,26 @@ func (s *Subtrees) Lack(u string) []SubtreeRule {
 
 // Served records that u served a page. It returns the rules it withdrew.
 func (s *Subtrees) Served(u string) []SubtreeRule {
+	out, _ := s.ServedNew(u)
+	return out
+}
+
+// ServedNew is Served, and returns besides the prefixes under which no
+// page was known to be served before (for a store to keep: RestoreServed).
+func (s *Subtrees) ServedNew(u string) (out []SubtreeRule, fresh []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []SubtreeRule
 	for _, p := range Dirs(u) {
-		if s.served[p] {
+		if s.isServed(p) {
 			continue
 		}
 		r := s.rules[p]
-		if r == nil && len(s.rules)+len(s.served) >= maxSubtreePrefixes {
-			// Not remembered: a prefix not tracked is never decided
-			// either (Lack adds none past the bound).
-			continue
+		if len(s.served) >= maxServedPrefixes {
+			s.full = true // a served page forgotten: no decision is safe
+		} else {
+			s.served[s.hash(p)] = struct{}{}
+			fresh = append(fresh, p)
 		}
-		s.served[p] = true
 		if r == nil {
 			continue
 		}
@@ -213,7 +238,28 @@ func (s *Subtrees) Served(u string) []SubtreeRule {
 			out = append(out, r.snapshot())
 		}
 	}
-	return out
+	return out, fresh
+}
+
+// RestoreServed loads the prefixes a store kept from ServedNew: counter-
+// evidence seen by an earlier run (a resumed crawl's requests are no
+// sample of a directory: many are gap probes of the original's failures).
+func (s *Subtrees) RestoreServed(prefixes []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range prefixes {
+		if len(s.served) >= maxServedPrefixes {
+			s.full = true
+			return
+		}
+		s.served[s.hash(p)] = struct{}{}
+		if r := s.rules[p]; r != nil {
+			if r.Active() {
+				s.active--
+			}
+			delete(s.rules, p)
+		}
+	}
 }
 
 // Missing returns the standing rule whose prefix holds u, the shortest.
@@ -237,7 +283,7 @@ func (s *Subtrees) Restore(rules []SubtreeRule) {
 	defer s.mu.Unlock()
 	for _, r := range rules {
 		if r.Withdrawn || r.Counter != "" {
-			s.served[r.Prefix] = true
+			s.served[s.hash(r.Prefix)] = struct{}{}
 			if old := s.rules[r.Prefix]; old != nil {
 				if old.Active() {
 					s.active--
@@ -246,7 +292,7 @@ func (s *Subtrees) Restore(rules []SubtreeRule) {
 			}
 			continue
 		}
-		if s.served[r.Prefix] {
+		if s.isServed(r.Prefix) {
 			continue
 		}
 		cp := r.snapshot()

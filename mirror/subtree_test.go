@@ -180,3 +180,27 @@ func TestDirs(t *testing.T) {
 		}
 	}
 }
+
+// TestSubtreeRestoredServed: a directory an earlier run saw served is
+// blocked in a resumed run whatever its answers now (its requests then are
+// mostly gap probes of shared dead links, no sample of the directory).
+func TestSubtreeRestoredServed(t *testing.T) {
+	s := NewSubtrees(SubtreeOptions{})
+	_, fresh := s.ServedNew("http://h/m/a/x.html")
+	if !slices.Equal(fresh, []string{"http://h/m/", "http://h/m/a/"}) {
+		t.Fatalf("fresh prefixes %q", fresh)
+	}
+	if _, fresh := s.ServedNew("http://h/m/a/y.html"); len(fresh) > 0 {
+		t.Errorf("prefixes served before reported fresh again: %q", fresh)
+	}
+	r := NewSubtrees(SubtreeOptions{})
+	r.RestoreServed([]string{"http://h/m/", "http://h/m/a/"})
+	for i := range 3 * r.Needed() {
+		if got := r.Lack(fmt.Sprintf("http://h/m/a/p%d.html", i)); len(got) > 0 {
+			t.Fatalf("a directory served in an earlier run was decided missing: %+v", got)
+		}
+	}
+	if got := r.Rules(); len(got) > 0 {
+		t.Errorf("rules %+v", got)
+	}
+}

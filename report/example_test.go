@@ -136,6 +136,7 @@ func ExampleWriteJSON() {
 	//   "replicated_prefixes": [],
 	//   "host_notes": [],
 	//   "irrelevant_params": [],
+	//   "missing_subtrees": [],
 	//   "filter": "altavista 6x14 r=2",
 	//   "filter_curve": [
 	//     {

@@ -52,6 +52,16 @@ func normalized(d *Data) *Data {
 	slices.SortStableFunc(n.IrrelevantParams, func(a, b IrrelevantParam) int {
 		return cmp.Or(naturalCompare(a.Host, b.Host), strings.Compare(a.Param, b.Param))
 	})
+	n.MissingSubtrees = slices.Clone(d.MissingSubtrees)
+	if n.MissingSubtrees == nil {
+		n.MissingSubtrees = []MissingSubtree{}
+	}
+	for i := range n.MissingSubtrees {
+		if n.MissingSubtrees[i].Examples == nil {
+			n.MissingSubtrees[i].Examples = []string{}
+		}
+	}
+	slices.SortStableFunc(n.MissingSubtrees, func(a, b MissingSubtree) int { return naturalCompare(a.Prefix, b.Prefix) })
 	n.Curve = slices.Clone(d.Curve)
 	if n.Curve == nil {
 		n.Curve = []CurvePoint{}

@@ -90,7 +90,7 @@ func TestWriteJSONKeys(t *testing.T) {
 		obj  any
 		want []string
 	}{
-		{"top level", m, []string{"filter", "filter_curve", "host_notes", "irrelevant_params", "mirrors", "pages", "replicated_prefixes", "stats"}},
+		{"top level", m, []string{"filter", "filter_curve", "host_notes", "irrelevant_params", "mirrors", "missing_subtrees", "pages", "replicated_prefixes", "stats"}},
 		{"irrelevant param", paramNamed(m, "s"), []string{"host", "param", "pairs", "paths", "examples", "withdrawn", "counter"}},
 		{"param pair", paramNamed(m, "s").(map[string]any)["counter"], []string{"url", "other"}},
 		{"path segment", paramNamed(m, "/*/"), []string{"host", "param", "value", "pairs", "paths", "examples", "withdrawn"}},

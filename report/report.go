@@ -150,6 +150,23 @@ type IrrelevantParam struct {
 	Counter   *ParamPair  `json:"counter,omitempty"`
 }
 
+// MissingSubtree is a directory one host of a mirror pair was found to lack
+// (mirror.Subtrees): its first Needed answers were all 404 or 410 and none
+// served a page, which a directory the host holds does with probability at
+// most ErrorRate. Its URLs were skipped for their counterparts on the other
+// side (docs/MIRRORS.md, "Missing subtrees").
+type MissingSubtree struct {
+	Prefix      string   `json:"prefix"`                // absolute URL of the directory
+	Side        string   `json:"side"`                  // "original" or "mirror": the host's role when decided
+	Counterpart string   `json:"counterpart,omitempty"` // the directory on the other side
+	Lacks       int      `json:"lacks"`                 // evidence: URLs under it that answered 404 or 410
+	Needed      int      `json:"needed"`                // the evidence the decision takes
+	ErrorRate   float64  `json:"error_rate"`            // the rule's stated error rate
+	Examples    []string `json:"examples"`              // the first of them; never null
+	Withdrawn   bool     `json:"withdrawn"`             // a page was served under it later: requested again
+	Counter     string   `json:"counter,omitempty"`     // that page
+}
+
 // ParamPair is two URLs that differ only in one parameter: the same text (evidence),
 // or different text (counter-evidence).
 type ParamPair struct {
@@ -183,6 +200,7 @@ type Data struct {
 	ReplicatedPrefixes []Mirror          `json:"replicated_prefixes"` // same-host prefix pairs; never null
 	HostNotes          []HostNote        `json:"host_notes"`          // capped Crawl-delays, hosts given up, sitemaps; never null
 	IrrelevantParams   []IrrelevantParam `json:"irrelevant_params"`   // learned per host; never null
+	MissingSubtrees    []MissingSubtree  `json:"missing_subtrees"`    // learned on mirror hosts; never null
 	Filter             string            `json:"filter"`              // e.g. "altavista 6x14 r=2"
 	Curve              []CurvePoint      `json:"filter_curve"`
 	// EndToEnd is the measured end-to-end curve: the share of page pairs

@@ -44,6 +44,7 @@ func WriteText(w io.Writer, d *Data) error {
 	t.mirrors("REPLICATED PREFIXES", n.ReplicatedPrefixes)
 	t.hostNotes(n.HostNotes)
 	t.irrelevantParams(n.IrrelevantParams)
+	t.missingSubtrees(n.MissingSubtrees)
 	t.changes(n)
 
 	if err := bw.Flush(); err != nil {
@@ -300,6 +301,28 @@ func (t *textWriter) irrelevantParams(ps []IrrelevantParam) {
 		if p.Counter != nil {
 			t.line("      %s", truncateMiddle(p.Counter.URL, TextWidth-6))
 			t.line("        ≠ %s", truncateMiddle(p.Counter.Other, TextWidth-10))
+		}
+	}
+}
+
+func (t *textWriter) missingSubtrees(ms []MissingSubtree) {
+	if len(ms) == 0 {
+		return
+	}
+	t.heading(fmt.Sprintf("MISSING SUBTREES (%d)", len(ms)))
+	for _, m := range ms {
+		state := "skipped"
+		if m.Withdrawn {
+			state = "withdrawn"
+		}
+		t.line("  %s", truncateMiddle(m.Prefix, TextWidth-2))
+		t.line("      %s side, %s: %d %s not found, none served (decided at %d, error rate %g)", m.Side, state,
+			m.Lacks, plural(m.Lacks, "URL", "URLs"), m.Needed, m.ErrorRate)
+		if m.Counterpart != "" {
+			t.line("      fetched instead from %s", truncateMiddle(m.Counterpart, TextWidth-26))
+		}
+		if m.Counter != "" {
+			t.line("      served later: %s", truncateMiddle(m.Counter, TextWidth-20))
 		}
 	}
 }

@@ -77,6 +77,7 @@ func (m *merged) add(db *storage.DB, c crawl.Curves) error {
 	all.ReplicatedPrefixes = append(all.ReplicatedPrefixes, d.ReplicatedPrefixes...)
 	all.HostNotes = append(all.HostNotes, d.HostNotes...)
 	all.IrrelevantParams = append(all.IrrelevantParams, d.IrrelevantParams...)
+	all.MissingSubtrees = append(all.MissingSubtrees, d.MissingSubtrees...)
 	all.Damage = append(all.Damage, d.Damage...)
 	return nil
 }
@@ -177,6 +178,20 @@ func dropRepeatedNotes(d *report.Data) {
 		}
 	}
 	d.IrrelevantParams = keptRules
+	atPrefix := map[string]int{}
+	keptTrees := d.MissingSubtrees[:0]
+	for _, r := range d.MissingSubtrees {
+		i, ok := atPrefix[r.Prefix]
+		if !ok {
+			atPrefix[r.Prefix] = len(keptTrees)
+			keptTrees = append(keptTrees, r)
+			continue
+		}
+		if o := keptTrees[i]; (r.Withdrawn && !o.Withdrawn) || (r.Withdrawn == o.Withdrawn && r.Lacks > o.Lacks) {
+			keptTrees[i] = r
+		}
+	}
+	d.MissingSubtrees = keptTrees
 }
 
 // dropStaleSkips drops the skip records (mirror_skipped without a request)
