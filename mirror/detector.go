@@ -1048,10 +1048,3 @@ func (d *Detector) Across(u string) (key, counterpart, head string, onCopy, ok b
 	cp, _ := mp.Apply(u)
 	return best.Key, cp, mp.FromOrigin + mp.FromPrefix, side == best.copySide(), true
 }
-
-// Tracks reports whether u's origin is a side of some candidate.
-func (d *Detector) Tracks(u string) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.byOrigin[originOf(u)]) > 0
-}
