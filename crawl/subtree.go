@@ -187,8 +187,8 @@ func (m *mirrorRules) skipMissing(it *frontier.Item) (attempt, bool) {
 
 // standIn returns whether counterpart cp can stand for leased URL it, and
 // its page id: fetched with content, queued, new (queued now, in scope), or
-// itself skipped waiting on it (queued again by the skip). queued is the
-// new queue entry to push after the commit.
+// itself skipped as a mirror's copy waiting on it (queued again by the
+// skip). queued is the new queue entry to push after the commit.
 func (m *mirrorRules) standIn(tx Tx, cp string, it *frontier.Item) (uint64, bool, *frontier.Item, error) {
 	id, usable, err := counterpartUsable(tx, cp)
 	if err != nil || usable {
@@ -212,7 +212,11 @@ func (m *mirrorRules) standIn(tx Tx, cp string, it *frontier.Item) (uint64, bool
 	if err != nil {
 		return 0, false, nil, err
 	}
-	return id, rec.Class == storage.ClassMirrorSkipped && rec.DuplicateOf == it.URL, nil, nil
+	// Skipped as a mirror's copy waiting on it: queued again by the skip.
+	// Not one skipped under a missing subtree itself (both sides lack
+	// the path): each would queue the other again, for ever; it is
+	// requested.
+	return id, rec.Class == storage.ClassMirrorSkipped && rec.Method != "subtree" && rec.DuplicateOf == it.URL, nil, nil
 }
 
 // subtreeReport returns the learned subtrees (standing or withdrawn) on

@@ -159,24 +159,28 @@ func subtreeCrawl(t *testing.T, g treeGuide, ips [2]string, lacks [2]func(string
 // committed only if it is held by one of the other workers (a worker holds
 // one request from its lease to its commit): at most n + workers - 1. The
 // subtrees are 3n pages and more, so a crawl without the rule requests
-// them all on the original. Both sides in both address orders. Seeded
-// (HORSESHOE_SEED).
+// them all on the original. A fourth subtree both sides lack must not
+// make the two sides skip each other's URLs for ever (the crawl ends).
+// Both sides in both address orders. Seeded (HORSESHOE_SEED).
 func TestMissingSubtreeStopsRequests(t *testing.T) {
 	seed := testtools.Seed(t, "./crawl/")
 	rng := rand.New(rand.NewPCG(seed, 31))
 	n := mirror.SubtreeEvidence(mirror.DefaultSubtreeErrorRate, mirror.DefaultDeadLinkRate)
 	const workers = 4
 	for _, swap := range []bool{false, true} {
-		g := newTreeGuide(rng, 3, 3*n+rng.IntN(n))
+		g := newTreeGuide(rng, 4, 3*n+rng.IntN(n))
 		t.Run(fmt.Sprintf("swap=%v", swap), func(t *testing.T) {
 			ips := [2]string{"127.0.0.193", "127.0.0.194"}
 			if swap {
 				ips[0], ips[1] = ips[1], ips[0]
 			}
-			// Side 0 lacks t0/, side 1 lacks t1/; both serve t2/.
+			// Side 0 lacks t0/, side 1 lacks t1/; both serve t2/ and
+			// both lack t3/ (links dead on both sides: each side's URLs
+			// there are skipped for the other's, which must not skip
+			// them back for ever).
 			lacks := [2]func(string) bool{
-				func(rel string) bool { return strings.HasPrefix(rel, g.dirs[0]) },
-				func(rel string) bool { return strings.HasPrefix(rel, g.dirs[1]) },
+				func(rel string) bool { return strings.HasPrefix(rel, g.dirs[0]) || strings.HasPrefix(rel, g.dirs[3]) },
+				func(rel string) bool { return strings.HasPrefix(rel, g.dirs[1]) || strings.HasPrefix(rel, g.dirs[3]) },
 			}
 			res, log, bases := subtreeCrawl(t, g, ips, lacks)
 			prefixes := [2]string{"/guide/", "/mirror/guide/"}
@@ -209,9 +213,10 @@ func TestMissingSubtreeStopsRequests(t *testing.T) {
 					t.Errorf("%d requests under %s%s and no rule reported", len(requested), bases[side], under)
 				}
 			}
-			// Only the two missing subtrees are learned.
+			// Only the missing subtrees are learned.
 			for _, r := range res.Subtrees {
-				if r.Prefix != bases[0]+prefixes[0]+g.dirs[0] && r.Prefix != bases[1]+prefixes[1]+g.dirs[1] {
+				if r.Prefix != bases[0]+prefixes[0]+g.dirs[0] && r.Prefix != bases[1]+prefixes[1]+g.dirs[1] &&
+					r.Prefix != bases[0]+prefixes[0]+g.dirs[3] && r.Prefix != bases[1]+prefixes[1]+g.dirs[3] {
 					t.Errorf("rule %+v is no missing subtree", r)
 				}
 			}
