@@ -124,11 +124,17 @@ func (m *mirrorRules) skipMissing(it *frontier.Item) (attempt, bool) {
 	_, cp, head, onCopy, ok := m.det.Across(it.URL)
 	// A rule at or above the side's own prefix would skip the whole side:
 	// a side that lacks everything is no mirror (and a resumed crawl's
-	// first answers may all be gap probes of shared dead links).
+	// first answers may all be gap probes of shared dead links). The fetch
+	// policy requests the copy's pages: a mirror's missing subtree is
+	// requested too (the original's never is: the copy's page holds what
+	// it lacks).
 	if !ok || len(r.Prefix) <= len(head) || (onCopy && m.e.fetchCopies()) {
-		// The fetch policy requests the copy's pages: a mirror's missing
-		// subtree is requested too (the original's never is: the copy's
-		// page holds what it lacks).
+		return attempt{}, false
+	}
+	if _, both := m.sub.Missing(cp); both {
+		// Both sides lack the subtree (links dead on both): skipping for
+		// the counterpart would request the counterpart, fail, and queue
+		// this URL again, two requests for one.
 		return attempt{}, false
 	}
 	e := m.e
