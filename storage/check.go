@@ -77,8 +77,11 @@ func (e *DamageError) Unwrap() error { return ErrDamaged }
 // writes each with one write call) and the store was not closed cleanly (a
 // write-ahead log is left), and a torn last write in the last value log (see
 // tornWrite).
+//
+// Check reads every file; Open reads only what changed since its last check
+// (see inspectAtOpen).
 func Check(dir string) ([]Damage, error) {
-	ds, _, err := inspect(dir)
+	ds, _, err := inspect(dir, newCheckRun(nil))
 	return ds, err
 }
 
@@ -96,8 +99,9 @@ type residue struct {
 
 func (r residue) unclean() bool { return len(r.tables) > 0 || len(r.wals) > 0 || len(r.empty) > 0 }
 
-// inspect is Check, also returning what a crash left.
-func inspect(dir string) ([]Damage, residue, error) {
+// inspect is Check, also returning what a crash left. It reads the tables
+// and value logs that run.verify chooses (every one when run knows none).
+func inspect(dir string, run *checkRun) ([]Damage, residue, error) {
 	var out []Damage
 	var res residue
 	if _, err := os.Stat(filepath.Join(dir, "MANIFEST")); errors.Is(err, os.ErrNotExist) {
@@ -171,7 +175,8 @@ func inspect(dir string) ([]Damage, residue, error) {
 		if !ok {
 			continue
 		}
-		if what := checkTable(filepath.Join(dir, name), listed[id]); what != "" {
+		tm := listed[id]
+		if what := run.verify(dir, name, func(path string) string { return checkTable(path, tm) }); what != "" {
 			out = append(out, Damage{File: name, What: what, Fatal: true})
 		}
 	}
@@ -187,7 +192,15 @@ func inspect(dir string) ([]Damage, residue, error) {
 		}
 	}
 	for i, name := range vlogs {
-		if what := checkVlog(filepath.Join(dir, name), i == len(vlogs)-1); what != "" {
+		var what string
+		if i == len(vlogs)-1 {
+			// The last value log is appended to: always read.
+			run.read = append(run.read, name)
+			what = checkVlog(filepath.Join(dir, name), true)
+		} else {
+			what = run.verify(dir, name, func(path string) string { return checkVlog(path, false) })
+		}
+		if what != "" {
 			out = append(out, Damage{File: name, What: what})
 		}
 	}

@@ -169,7 +169,7 @@ func Open(dir string, o Options) (*DB, error) {
 		return nil, err
 	}
 	defer func() { unlock() }()
-	found, res, err := inspect(dir)
+	found, res, err := inspectAtOpen(dir, o.ReadOnly)
 	if err != nil {
 		return nil, err
 	}
