@@ -48,7 +48,7 @@ const (
 type WARCStore interface {
 	ForEachPage(fn func(*storage.Page) error) error
 	Raw(id uint64) (request, response []byte, err error)
-	GetMeta(name string) ([]byte, error) // "seeds", "started", "finished" for warcinfo
+	GetMeta(name string) ([]byte, error)   // "seeds", "started", "finished" for warcinfo
 	Page(id uint64) (*storage.Page, error) // a duplicate's original
 }
 
