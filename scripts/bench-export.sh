@@ -10,7 +10,7 @@
 # Environment: HORSESHOE_BENCH_RUNS=3 (rounds); HORSESHOE_BENCH_BASE_BIN=PATH
 # uses that crawler binary as the base instead of building BASE_REF;
 # HORSESHOE_BENCH_CMDS selects the commands (default: all of report, jsonl,
-# jsonl-main, warc). Prints one line per command and binary: medians of
+# jsonl-main, warc); HORSESHOE_BENCH_BINS="head" runs one binary only. Prints one line per command and binary: medians of
 # wall s, CPU s (user+sys), peak RSS MB, and CPU ms per record written.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,6 +54,7 @@ for cmd in $CMDS; do
 	for r in $(seq "$RUNS"); do
 		order="base head"
 		[ $((r % 2)) = 0 ] && order="head base"
+		[ -n "${HORSESHOE_BENCH_BINS:-}" ] && order=$HORSESHOE_BENCH_BINS
 		for bin in $order; do
 			[ "$cmd/$bin" = jsonl-main/base ] && continue # the base's "jsonl"
 			# shellcheck disable=SC2046
