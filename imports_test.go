@@ -13,7 +13,8 @@ const mod = "github.com/horseshoe-crawler/horseshoe/"
 // fixtures are the packages only tests, benchmarks and make targets link.
 var fixtures = []string{"storage/storetest", "internal/testweb", "internal/testtools", "internal/testproxy",
 	"internal/hostile", "internal/variantweb", "internal/dedupeval", "internal/warcread", "internal/memnet",
-	"internal/scaleweb", "internal/zipfweb", "internal/testsummary", "internal/benchreport", "internal/bigstore"}
+	"internal/scaleweb", "internal/zipfweb", "internal/testsummary", "internal/benchreport", "internal/bigstore",
+	"internal/storefill"}
 
 // TestBinaryLinksNoFixture: the crawler binary links no test fixture, and
 // not the testing package (a fixture's usual way in).
@@ -84,6 +85,8 @@ func TestImportRules(t *testing.T) {
 		{pkg: "internal/benchreport/benchtool", forbidden: []string{mod + "cmd", mod + "session"}},
 		{pkg: "internal/bigstore", forbidden: []string{mod + "cmd", mod + "session"}},
 		{pkg: "internal/bigstore/resumebench", forbidden: []string{mod + "cmd", mod + "session"}},
+		{pkg: "internal/storefill", forbidden: []string{mod + "cmd", mod + "session", mod + "crawl", mod + "export"}},
+		{pkg: "internal/storefill/fillstore", forbidden: []string{mod + "cmd", mod + "session"}},
 		{pkg: "", forbidden: []string{mod}},
 	}
 	pkgs := packages(t)

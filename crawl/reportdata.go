@@ -65,7 +65,11 @@ func reportPages(db *storage.DB, d *report.Data) (map[string][]skipRec, error) {
 	}
 	hosts := map[string]bool{}
 	skips := map[string][]skipRec{}
+	read := 0
 	add := func(p *storage.Page) error {
+		if read++; read%128 == 0 {
+			db.ReleaseMapped() // what was read need not stay resident (issue 30)
+		}
 		if p.Class == storage.ClassMirrorSkipped && p.Method != aliasMethod {
 			o := mirror.Origin(p.URL)
 			skips[o] = append(skips[o], skipRec{p.URL, p.DuplicateOf})

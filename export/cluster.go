@@ -1,6 +1,10 @@
 package export
 
 import (
+	"cmp"
+	"errors"
+	"hash/maphash"
+	"slices"
 	"strconv"
 
 	"github.com/horseshoe-crawler/horseshoe/storage"
@@ -27,128 +31,207 @@ import (
 // no representative, and its value is the smallest page id in it (or, when
 // it holds none, skip records naming a URL without a record, the smallest
 // URL in it).
+//
+// The clustering streams (issue 30): it keeps a fixed-size state per record
+// (an id, a parent, a 128-bit hash of each URL it is known by), never the
+// records or their strings, and reads the store again where it needs them.
+// The nodes are numbered in the order the store gives its records: page
+// records in id order (ForEachPage), then skip records (ForEachSkipped).
 
-// entry is what clustering needs of one record.
-type entry struct {
-	id         uint64
-	url, final string
-	class      string
-	dupOf      string
-	orig       uint64
-	sim        float64
-	method     string
-}
-
-// clusters is the union-find over the entries (indexes 0..len(entries)-1)
-// and the phantom nodes of targets without a record (indexes after them).
+// clusters is the union-find over the records (nodes 0..records-1) and the
+// phantom nodes of targets without a record (the nodes after them).
 type clusters struct {
-	entries []entry
-	parent  []int
-	ids     []uint64 // the id of every node (0 if none: a skip record, a target named by URL only)
-	urls    []string // the URL of every node
+	pages   int      // nodes 0..pages-1 are the page records, in id order
+	records int      // nodes pages..records-1 are the skip records
+	ids     []uint64 // the id of every node (0: a skip record, a target named by URL only)
+	parent  []int32
+	unique  []bool // the node is a unique page
+	byURL   []urlNode
+	seed    maphash.Seed
+	edges   []edge
 
-	rep   map[int]int    // component root -> index of the representative entry
-	value map[int]string // component root -> the cluster value
+	phantomID  map[uint64]int32
+	phantomURL map[urlHash]int32
+
+	rep    []int32          // by component root: its representative (a unique page), -1 if none
+	small  []uint64         // by component root: its smallest id (0: it holds none)
+	minURL map[int32]string // component root without an id -> its smallest URL
 }
 
-func newClusters(entries []entry) *clusters {
-	c := &clusters{entries: entries, parent: make([]int, len(entries)), ids: make([]uint64, len(entries)), urls: make([]string, len(entries))}
-	byID := make(map[uint64]int, len(entries))
-	byURL := make(map[string]int, len(entries))
-	for i, e := range entries {
-		c.parent[i] = i
-		c.ids[i], c.urls[i] = e.id, e.url
-		if e.id != 0 {
-			if _, ok := byID[e.id]; !ok {
-				byID[e.id] = i
-			}
-		}
+// urlHash is a 128-bit hash of a URL: two URLs of one store share one with
+// a chance below 10^-25.
+type urlHash [2]uint64
+
+// urlNode is one URL a node is known by; rank orders the nodes sharing a
+// URL: a page record's URL (0) outranks a page's final URL (1), which
+// outranks a skip record's URL (2).
+type urlNode struct {
+	h    urlHash
+	rank uint8
+	node int32
+}
+
+// edge is a copy record's link to its original, as named.
+type edge struct {
+	node int32
+	orig uint64
+	url  urlHash // zero: no URL named
+	has  bool    // the record names a URL
+}
+
+// errStoreChanged reports a store that changed between two reads of one
+// export.
+var errStoreChanged = errors.New("the store changed during the export (is a crawl writing it?)")
+
+func (c *clusters) hash(u string) urlHash {
+	return urlHash{maphash.String(c.seed, u), maphash.String(c.seed, "\x00"+u)}
+}
+
+// add adds the next record (pages first, in id order, then skip records).
+func (c *clusters) add(p *storage.Page, skip bool) error {
+	n := int32(len(c.ids))
+	if len(c.ids) >= 1<<31-1 {
+		return errors.New("too many records to cluster")
 	}
-	// Page records first (a URL's page record outranks its skip record),
-	// then final URLs, then skip records.
-	for pass := range 3 {
-		for i, e := range entries {
-			u := e.url
-			switch {
-			case pass == 0 && e.id != 0:
-			case pass == 1 && e.id != 0 && e.final != "":
-				u = e.final
-			case pass == 2 && e.id == 0:
-			default:
-				continue
-			}
-			if _, ok := byURL[u]; !ok {
-				byURL[u] = i
-			}
+	id := p.ID
+	if skip {
+		id = 0
+	} else {
+		if c.pages > 0 && id <= c.ids[c.pages-1] {
+			return errors.New("page records out of id order")
 		}
+		c.pages++
 	}
-	// A target without a record is a phantom node, known by its id and its
-	// URL, so that records naming it either way share it.
-	phantomID := map[uint64]int{}
-	phantomURL := map[string]int{}
-	node := func(id uint64, u string) int {
-		if i, ok := byID[id]; ok && id != 0 {
-			return i
-		}
-		if i, ok := byURL[u]; ok && u != "" {
-			return i
-		}
-		if i, ok := phantomID[id]; ok && id != 0 {
-			return i
-		}
-		if i, ok := phantomURL[u]; ok && u != "" {
-			return i
-		}
-		n := len(c.parent)
-		c.parent = append(c.parent, n)
-		c.ids = append(c.ids, id)
-		c.urls = append(c.urls, u)
-		if id != 0 {
-			phantomID[id] = n
-		}
-		if u != "" {
-			phantomURL[u] = n
-		}
-		return n
+	c.ids = append(c.ids, id)
+	c.parent = append(c.parent, n)
+	c.unique = append(c.unique, !skip && p.Class == storage.ClassUnique)
+	rank := uint8(0)
+	if skip {
+		rank = 2
 	}
-	for i, e := range entries {
-		if !duplicateClass(e.class) || (e.orig == 0 && e.dupOf == "") {
-			continue
-		}
-		c.union(i, node(e.orig, e.dupOf))
+	c.byURL = append(c.byURL, urlNode{c.hash(p.URL), rank, n})
+	if !skip && p.FinalURL != "" {
+		c.byURL = append(c.byURL, urlNode{c.hash(p.FinalURL), 1, n})
 	}
-	c.rep = map[int]int{}
-	c.value = map[int]string{}
-	smallest := map[int]uint64{}
+	if p.Class.Copy() && (p.OriginalID != 0 || p.DuplicateOf != "") {
+		e := edge{node: n, orig: p.OriginalID, has: p.DuplicateOf != ""}
+		if e.has {
+			e.url = c.hash(p.DuplicateOf)
+		}
+		c.edges = append(c.edges, e)
+	}
+	return nil
+}
+
+// newClusters reads the records of st once and joins every copy record to
+// its original.
+func newClusters(st Store) (*clusters, error) {
+	c := &clusters{seed: maphash.MakeSeed(), phantomID: map[uint64]int32{}, phantomURL: map[urlHash]int32{}}
+	if err := st.ForEachPage(func(p *storage.Page) error { return c.add(p, false) }); err != nil {
+		return nil, err
+	}
+	if err := st.ForEachSkipped(func(p *storage.Page) error { return c.add(p, true) }); err != nil {
+		return nil, err
+	}
+	c.records = len(c.ids)
+	slices.SortFunc(c.byURL, func(a, b urlNode) int {
+		return cmp.Or(cmp.Compare(a.h[0], b.h[0]), cmp.Compare(a.h[1], b.h[1]), cmp.Compare(a.rank, b.rank), cmp.Compare(a.node, b.node))
+	})
+	for _, e := range c.edges {
+		c.union(e.node, c.node(e.orig, e.url, e.has, true))
+	}
+	c.edges = nil
+	c.rep = make([]int32, len(c.ids))
+	c.small = make([]uint64, len(c.ids))
+	for n := range c.rep {
+		c.rep[n] = -1
+	}
 	for n, id := range c.ids {
-		r := c.find(n)
-		if v, ok := c.value[r]; !ok || c.urls[n] < v {
-			c.value[r] = c.urls[n]
+		r := c.find(int32(n))
+		if id != 0 && (c.small[r] == 0 || id < c.small[r]) {
+			c.small[r] = id
 		}
-		if id != 0 && (smallest[r] == 0 || id < smallest[r]) {
-			smallest[r] = id
-		}
-		if n < len(entries) && storage.Class(entries[n].class) == storage.ClassUnique {
-			if k, ok := c.rep[r]; !ok || id < entries[k].id {
-				c.rep[r] = n
+		if c.unique[n] {
+			if k := c.rep[r]; k < 0 || id < c.ids[k] {
+				c.rep[r] = int32(n)
 			}
 		}
 	}
-	for r, s := range smallest {
-		c.value[r] = strconv.FormatUint(s, 10)
-	}
-	for r, k := range c.rep {
-		c.value[r] = strconv.FormatUint(entries[k].id, 10)
-	}
-	return c
+	c.unique = nil
+	return c, nil
 }
 
-// duplicateClass reports whether records of class name an original.
-func duplicateClass(class string) bool {
-	return storage.Class(class).Copy()
+// node returns the node of the target named by id and URL hash h (has: a
+// URL is named): its record, else its phantom node, made when create
+// (else -1).
+func (c *clusters) node(id uint64, h urlHash, has bool, create bool) int32 {
+	if id != 0 {
+		if i, ok := slices.BinarySearch(c.ids[:c.pages], id); ok {
+			return int32(i)
+		}
+	}
+	if has {
+		i, _ := slices.BinarySearchFunc(c.byURL, h, func(e urlNode, h urlHash) int {
+			return cmp.Or(cmp.Compare(e.h[0], h[0]), cmp.Compare(e.h[1], h[1]))
+		})
+		if i < len(c.byURL) && c.byURL[i].h == h {
+			return c.byURL[i].node
+		}
+	}
+	if i, ok := c.phantomID[id]; ok && id != 0 {
+		return i
+	}
+	if i, ok := c.phantomURL[h]; ok && has {
+		return i
+	}
+	if !create {
+		return -1
+	}
+	n := int32(len(c.parent))
+	c.parent = append(c.parent, n)
+	c.ids = append(c.ids, id)
+	c.unique = append(c.unique, false)
+	if id != 0 {
+		c.phantomID[id] = n
+	}
+	if has {
+		c.phantomURL[h] = n
+	}
+	return n
 }
 
-func (c *clusters) find(n int) int {
+// target returns the node p (record node n) names as its original, -1 if
+// none.
+func (c *clusters) target(p *storage.Page) int32 {
+	if !p.Class.Copy() || (p.OriginalID == 0 && p.DuplicateOf == "") {
+		return -1
+	}
+	var h urlHash
+	if p.DuplicateOf != "" {
+		h = c.hash(p.DuplicateOf)
+	}
+	return c.node(p.OriginalID, h, p.DuplicateOf != "", false)
+}
+
+// urlOnly notes url as a URL of node n, for the value of a cluster that holds
+// no id (its smallest URL).
+func (c *clusters) urlOnly(n int32, url string) {
+	if n < 0 || url == "" {
+		return
+	}
+	r := c.find(n)
+	if c.small[r] != 0 { // a cluster with a representative holds its id
+		return
+	}
+	if c.minURL == nil {
+		c.minURL = map[int32]string{}
+	}
+	if v, ok := c.minURL[r]; !ok || url < v {
+		c.minURL[r] = url
+	}
+}
+
+func (c *clusters) find(n int32) int32 {
 	for c.parent[n] != n {
 		c.parent[n] = c.parent[c.parent[n]]
 		n = c.parent[n]
@@ -156,29 +239,87 @@ func (c *clusters) find(n int) int {
 	return n
 }
 
-func (c *clusters) union(a, b int) {
+func (c *clusters) union(a, b int32) {
 	ra, rb := c.find(a), c.find(b)
 	if ra != rb {
 		c.parent[max(ra, rb)] = min(ra, rb)
 	}
 }
 
-// of returns the cluster value of entry i and whether i represents it.
-func (c *clusters) of(i int) (value string, representative bool) {
-	r := c.find(i)
-	k, ok := c.rep[r]
-	return c.value[r], ok && k == i
+// repOf returns the representative of node n's cluster, -1 if it has none.
+func (c *clusters) repOf(n int32) int32 { return c.rep[c.find(n)] }
+
+// of returns the cluster value of node n and whether n represents it.
+func (c *clusters) of(n int32) (value string, representative bool) {
+	r := c.find(n)
+	if k := c.rep[r]; k >= 0 {
+		return strconv.FormatUint(c.ids[k], 10), k == n
+	}
+	if s := c.small[r]; s != 0 {
+		return strconv.FormatUint(s, 10), false
+	}
+	return c.minURL[r], false
 }
 
-// members returns the entries of every cluster with a representative, by
-// the representative's index, each in entry order without the representative.
-func (c *clusters) members() map[int][]int {
-	out := map[int][]int{}
-	for i := range c.entries {
-		r := c.find(i)
-		if k, ok := c.rep[r]; ok && k != i {
-			out[k] = append(out[k], i)
-		}
+// memberIndex holds the members of every cluster with a representative
+// (every record of it but the representative), in record order: what the
+// representative's record lists.
+type memberIndex struct {
+	reps    []int32 // sorted
+	members []Member
+}
+
+// members reads the records of st again and returns every cluster's
+// members; it also learns the URLs of the clusters without an id.
+func (c *clusters) members(st Store) (*memberIndex, error) {
+	type ranked struct {
+		rep int32
+		m   Member
 	}
-	return out
+	var list []ranked
+	n := int32(0)
+	visit := func(p *storage.Page, skip bool) error {
+		if int(n) >= c.records || (!skip && c.ids[n] != p.ID) || (skip && int(n) < c.pages) {
+			return errStoreChanged
+		}
+		if k := c.repOf(n); k >= 0 && k != n {
+			list = append(list, ranked{k, Member{URL: p.URL, Class: string(p.Class), DuplicateOf: p.DuplicateOf, Similarity: p.Similarity, Method: p.Method}})
+		}
+		if t := c.target(p); t >= int32(c.records) { // a phantom named by this URL
+			c.urlOnly(t, p.DuplicateOf)
+		}
+		if skip {
+			c.urlOnly(n, p.URL)
+		}
+		n++
+		return nil
+	}
+	if err := st.ForEachPage(func(p *storage.Page) error { return visit(p, false) }); err != nil {
+		return nil, err
+	}
+	if int(n) != c.pages {
+		return nil, errStoreChanged
+	}
+	if err := st.ForEachSkipped(func(p *storage.Page) error { return visit(p, true) }); err != nil {
+		return nil, err
+	}
+	if int(n) != c.records {
+		return nil, errStoreChanged
+	}
+	slices.SortStableFunc(list, func(a, b ranked) int { return cmp.Compare(a.rep, b.rep) })
+	mi := &memberIndex{reps: make([]int32, len(list)), members: make([]Member, len(list))}
+	for i, r := range list {
+		mi.reps[i], mi.members[i] = r.rep, r.m
+	}
+	return mi, nil
+}
+
+// of returns the members of the cluster node k represents.
+func (mi *memberIndex) of(k int32) []Member {
+	i, _ := slices.BinarySearch(mi.reps, k)
+	j := i
+	for j < len(mi.reps) && mi.reps[j] == k {
+		j++
+	}
+	return mi.members[i:j]
 }

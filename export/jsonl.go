@@ -27,6 +27,11 @@ type Store interface {
 // JSONLOptions selects what JSONL export writes.
 type JSONLOptions struct {
 	All bool // also write every non-unique page, with its class
+	// MainText writes every parsed page's main text (see MainText) in
+	// "main_text", beside the whole visible text in "text". Extraction
+	// takes about a millisecond a page, most of an export's time, so it is
+	// asked for (issue 30).
+	MainText bool
 	// MainTextInText writes the main text (see MainText) in "text" instead
 	// of the whole visible text, and no "main_text".
 	MainTextInText bool
@@ -65,7 +70,8 @@ type Record struct {
 	// MainText is the page's main text: the article Mozilla's Readability
 	// finds, without navigation, headers and footers (see MainText). It is
 	// "" when the page has none or it could not be extracted, and omitted
-	// when Text holds it (JSONLOptions.MainTextInText).
+	// unless asked for (JSONLOptions.MainText) or when Text holds it
+	// (JSONLOptions.MainTextInText).
 	MainText *string `json:"main_text,omitempty"`
 	// MainTextError says why a page that has a main text (a unique page or
 	// a duplicate) got none: too large for extraction (which limit), no
@@ -111,92 +117,87 @@ type Record struct {
 // keeping the records with "representative": true, or one record per
 // "cluster", keeps one page per cluster.
 //
-// Every page whose HTML was parsed (unique pages and duplicates) gets its
-// main text, extracted from its stored raw response; the whole visible text
-// stays in text unless o.MainTextInText.
+// With o.MainText or o.MainTextInText, every page whose HTML was parsed
+// (unique pages and duplicates) gets its main text, extracted from its
+// stored raw response; the whole visible text stays in text unless
+// o.MainTextInText.
+//
+// It streams (issue 30): it reads the store's records three or four times
+// (clustering, the clusters' members, the unique pages, with All the
+// others) and keeps a fixed-size state per record and the member list of
+// each cluster (the duplicates' URLs), never the pages' texts or records.
 //
 // A page whose text or raw response cannot be read (storage.ErrDamaged) is
 // still written, with an empty text or main text and "damaged": true; the
 // caller learns how many from o.Damaged, and what is damaged from the store
 // (storage.DB.Damage).
 func JSONL(w io.Writer, st Store, o JSONLOptions) (int, error) {
-	var entries []entry
-	var others []*storage.Page
-	var otherAt []int          // index in entries of each of others
-	pageAt := map[uint64]int{} // index in entries of each page record, by id
-	collect := func(p *storage.Page) error {
-		if p.ID != 0 {
-			pageAt[p.ID] = len(entries)
-		}
-		entries = append(entries, entry{id: p.ID, url: p.URL, final: p.FinalURL, class: string(p.Class),
-			dupOf: p.DuplicateOf, orig: p.OriginalID, sim: p.Similarity, method: p.Method})
-		if p.Class != storage.ClassUnique && o.All {
-			cp := *p
-			others = append(others, &cp)
-			otherAt = append(otherAt, len(entries)-1)
-		}
-		return nil
-	}
-	if err := st.ForEachPage(collect); err != nil {
+	cl, err := newClusters(st)
+	if err != nil {
 		return 0, err
 	}
-	if err := st.ForEachSkipped(func(p *storage.Page) error {
-		cp := *p
-		cp.ID = 0 // a skip record is known by its URL
-		return collect(&cp)
-	}); err != nil {
+	members, err := cl.members(st)
+	if err != nil {
 		return 0, err
 	}
-	cl := newClusters(entries)
-	members := cl.members()
 	bw := bufio.NewWriterSize(w, 1<<16)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
 	mw := newMainTextWriter(st, o, func(r *Record) error { return enc.Encode(r) })
-	err := st.ForEachPage(func(p *storage.Page) error {
-		if p.Class != storage.ClassUnique {
+	// write writes the record of p, node n of the clustering, if keep.
+	n := int32(0)
+	write := func(p *storage.Page, keep bool) error {
+		defer func() { n++ }()
+		if int(n) >= cl.records || cl.ids[n] != p.ID {
+			return errStoreChanged
+		}
+		if !keep {
 			return nil
 		}
-		text, err := st.Text(p.ID)
-		damaged := errors.Is(err, storage.ErrDamaged)
-		if err != nil && !damaged {
-			return fmt.Errorf("text of %s: %w", p.URL, err)
-		}
-		r := record(p, text)
-		r.Damaged = damaged
-		if i, ok := pageAt[p.ID]; ok {
-			r.Cluster, r.Representative = cl.of(i)
-			for _, k := range members[i] {
-				e := entries[k]
-				r.Duplicates = append(r.Duplicates, Member{URL: e.url, Class: e.class, DuplicateOf: e.dupOf, Similarity: e.sim, Method: e.method})
-			}
-		}
-		if r.Duplicates == nil {
-			r.Duplicates = []Member{}
-		}
-		return mw.add(p, r)
-	})
-	for k := 0; err == nil && k < len(others); k++ {
-		p := others[k]
 		text := ""
 		var terr error
 		if p.ID != 0 {
 			text, terr = st.Text(p.ID)
 		}
+		damaged := errors.Is(terr, storage.ErrDamaged)
+		if terr != nil && !damaged && p.Class == storage.ClassUnique { // other pages may have no text
+			return fmt.Errorf("text of %s: %w", p.URL, terr)
+		}
 		r := record(p, text)
-		r.Cluster, r.Representative = cl.of(otherAt[k])
-		r.Damaged = errors.Is(terr, storage.ErrDamaged)
+		r.Damaged = damaged
+		r.Cluster, r.Representative = cl.of(n)
 		r.Duplicates = []Member{}
-		err = mw.add(p, r)
+		if p.Class == storage.ClassUnique {
+			r.Duplicates = append(r.Duplicates, members.of(n)...)
+		}
+		return mw.add(p, r)
 	}
-	n, werr := mw.close()
+	err = st.ForEachPage(func(p *storage.Page) error { return write(p, p.Class == storage.ClassUnique) })
+	if err == nil && int(n) != cl.pages {
+		err = errStoreChanged
+	}
+	if err == nil && o.All {
+		// Every other record follows, in record order.
+		n = 0
+		err = st.ForEachPage(func(p *storage.Page) error { return write(p, p.Class != storage.ClassUnique) })
+		if err == nil {
+			err = st.ForEachSkipped(func(p *storage.Page) error {
+				p.ID = 0 // a skip record is known by its URL
+				return write(p, true)
+			})
+		}
+		if err == nil && int(n) != cl.records {
+			err = errStoreChanged
+		}
+	}
+	written, werr := mw.close()
 	if err == nil {
 		err = werr
 	}
 	if err != nil {
-		return n, err
+		return written, err
 	}
-	return n, bw.Flush()
+	return written, bw.Flush()
 }
 
 func record(p *storage.Page, text string) Record {

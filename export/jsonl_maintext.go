@@ -71,6 +71,7 @@ type mainTextWriter struct {
 	done    chan struct{} // closed when the writer has drained order
 	err     atomic.Pointer[error]
 	written int
+	extract bool // main text asked for
 }
 
 type pendingRecord struct {
@@ -87,7 +88,10 @@ func newMainTextWriter(st Store, o JSONLOptions, encode func(*Record) error) *ma
 		workers = runtime.GOMAXPROCS(0)
 	}
 	w := &mainTextWriter{st: st, o: o, encode: encode, work: make(chan *pendingRecord),
-		order: make(chan *pendingRecord, 2*workers), done: make(chan struct{})}
+		order: make(chan *pendingRecord, 2*workers), done: make(chan struct{}), extract: o.MainText || o.MainTextInText}
+	if !w.extract {
+		workers = 0
+	}
 	for range workers {
 		w.wg.Add(1)
 		go func() {
@@ -109,7 +113,7 @@ func (w *mainTextWriter) add(p *storage.Page, r Record) error {
 	}
 	pr := &pendingRecord{p: p, r: r, ready: make(chan struct{})}
 	w.order <- pr
-	if hasMainText(p) {
+	if w.extract && hasMainText(p) {
 		w.work <- pr
 	} else {
 		close(pr.ready)
@@ -135,9 +139,10 @@ func (w *mainTextWriter) write() {
 			r.Damaged = true // the raw response is lost: no main text
 		}
 		text := pr.text
-		if w.o.MainTextInText {
+		switch {
+		case w.o.MainTextInText:
 			r.Text = text
-		} else {
+		case w.o.MainText:
 			r.MainText = &text
 		}
 		if err := w.encode(r); err != nil {

@@ -78,7 +78,7 @@ func mainTextStore(tb testing.TB) *storage.DB {
 func TestJSONLMainText(t *testing.T) {
 	db := mainTextStore(t)
 	failed := map[string]error{}
-	recs := readJSONL(t, db, JSONLOptions{All: true, MainTextFailed: func(p *storage.Page, err error) { failed[p.URL] = err }})
+	recs := readJSONL(t, db, JSONLOptions{All: true, MainText: true, MainTextFailed: func(p *storage.Page, err error) { failed[p.URL] = err }})
 	byURL := map[string]Record{}
 	for _, r := range recs {
 		if r.MainText == nil {

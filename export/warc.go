@@ -3,6 +3,7 @@ package export
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"crypto/rand"
 	"crypto/sha1"
@@ -47,7 +48,8 @@ const (
 type WARCStore interface {
 	ForEachPage(fn func(*storage.Page) error) error
 	Raw(id uint64) (request, response []byte, err error)
-	GetMeta(name string) ([]byte, error) // "seeds", "started", "finished" for warcinfo
+	GetMeta(name string) ([]byte, error)   // "seeds", "started", "finished" for warcinfo
+	Page(id uint64) (*storage.Page, error) // a duplicate's original
 }
 
 // WARCOptions selects what WARC export writes.
@@ -96,6 +98,7 @@ func WARCDigest(b []byte) string {
 
 // original is what a duplicate's records need to know about its original.
 type original struct {
+	entry    *originalID // the entry kept between passes (nil: none)
 	uri      string
 	date     string // WARC-Date of the original's response record
 	recordID string // "" when the original's response is not in this file
@@ -117,28 +120,28 @@ type original struct {
 func WARC(w io.Writer, st WARCStore, o WARCOptions) (records int, err error) {
 	ww := newWARCWriter(w, o)
 	// Pass 1: assign the response record ids of originals, so duplicates can
-	// refer to them whatever the page order.
-	originals := map[uint64]*original{}
+	// refer to them whatever the page order. It keeps a fixed-size entry per
+	// unique page (issue 30); a duplicate reads its original's record back.
+	var originals originalIDs
 	err = st.ForEachPage(func(p *storage.Page) error {
 		if p.Class != storage.ClassUnique {
 			return nil
 		}
-		or := &original{uri: targetURI(p), date: warcDate(p.FetchedAt)}
-		if p.SHA1 != "" {
-			or.payload = "sha1:" + p.SHA1
-		}
+		e := originalID{id: p.ID}
 		if p.HasRaw {
-			id, err := ww.newID()
-			if err != nil {
+			if err := ww.newUUID(&e.rid); err != nil {
 				return err
 			}
-			or.recordID = id
+			e.has = true
 		}
-		originals[p.ID] = or
+		originals = append(originals, e)
 		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("warc: read pages: %w", err)
+	}
+	if !slices.IsSortedFunc(originals, func(a, b originalID) int { return cmp.Compare(a.id, b.id) }) {
+		return 0, errors.New("warc: page records out of id order")
 	}
 	if err := ww.warcinfo(st); err != nil {
 		return ww.n, err
@@ -149,10 +152,11 @@ func WARC(w io.Writer, st WARCStore, o WARCOptions) (records int, err error) {
 			if !p.HasRaw {
 				return nil
 			}
-			if err := ww.capture(st, p, originals[p.ID]); err != nil {
+			or := originals.of(p)
+			if err := ww.capture(st, p, or); err != nil {
 				return err
 			}
-			if err := ww.unchangedRevisit(p, originals[p.ID]); err != nil {
+			if err := ww.unchangedRevisit(p, or); err != nil {
 				return err
 			}
 			return ww.goneVisit(p)
@@ -160,7 +164,11 @@ func WARC(w io.Writer, st WARCStore, o WARCOptions) (records int, err error) {
 			if !o.IncludeDuplicates {
 				return nil
 			}
-			return ww.duplicate(st, p, originals[p.OriginalID])
+			or, err := originals.read(st, p.OriginalID)
+			if err != nil {
+				return err
+			}
+			return ww.duplicate(st, p, or)
 		}
 		return nil
 	})
@@ -174,6 +182,60 @@ func WARC(w io.Writer, st WARCStore, o WARCOptions) (records int, err error) {
 		return ww.n, ww.index.write(o.CDXJ)
 	}
 	return ww.n, nil
+}
+
+// originalID is what WARC export keeps of a unique page between its
+// passes: its id and the record id of its response (has: one is written).
+type originalID struct {
+	id  uint64
+	rid [16]byte
+	has bool
+}
+
+// originalIDs are the unique pages, in id order.
+type originalIDs []originalID
+
+func (os originalIDs) find(id uint64) *originalID {
+	i, ok := slices.BinarySearchFunc(os, id, func(e originalID, id uint64) int { return cmp.Compare(e.id, id) })
+	if !ok {
+		return nil
+	}
+	return &os[i]
+}
+
+// of returns the original of unique page p, nil if it was not unique in
+// pass 1.
+func (os originalIDs) of(p *storage.Page) *original {
+	e := os.find(p.ID)
+	if e == nil {
+		return nil
+	}
+	return e.original(p)
+}
+
+// read returns the original whose id is id, read back from st, nil if it
+// was not a unique page in pass 1.
+func (os originalIDs) read(st WARCStore, id uint64) (*original, error) {
+	e := os.find(id)
+	if e == nil {
+		return nil, nil
+	}
+	p, err := st.Page(id)
+	if err != nil {
+		return nil, fmt.Errorf("warc: original %d: %w", id, err)
+	}
+	return e.original(p), nil
+}
+
+func (e *originalID) original(p *storage.Page) *original {
+	or := &original{entry: e, uri: targetURI(p), date: warcDate(p.FetchedAt)}
+	if p.SHA1 != "" {
+		or.payload = "sha1:" + p.SHA1
+	}
+	if e.has {
+		or.recordID = formatUUID(e.rid[:])
+	}
+	return or
 }
 
 type warcWriter struct {
@@ -207,13 +269,25 @@ func newWARCWriter(w io.Writer, o WARCOptions) *warcWriter {
 
 // newID returns a fresh "<urn:uuid:...>" (random, version 4).
 func (ww *warcWriter) newID() (string, error) {
-	u := ww.uuidBuf[:]
-	if _, err := io.ReadFull(ww.rand, u); err != nil {
-		return "", fmt.Errorf("warc: record id: %w", err)
+	if err := ww.newUUID(&ww.uuidBuf); err != nil {
+		return "", err
+	}
+	return formatUUID(ww.uuidBuf[:]), nil
+}
+
+// newUUID fills u with a fresh random UUID (version 4).
+func (ww *warcWriter) newUUID(u *[16]byte) error {
+	if _, err := io.ReadFull(ww.rand, u[:]); err != nil {
+		return fmt.Errorf("warc: record id: %w", err)
 	}
 	u[6] = u[6]&0x0f | 0x40
 	u[8] = u[8]&0x3f | 0x80
-	return fmt.Sprintf("<urn:uuid:%x-%x-%x-%x-%x>", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16]), nil
+	return nil
+}
+
+// formatUUID writes u as a record id, "<urn:uuid:...>".
+func formatUUID(u []byte) string {
+	return fmt.Sprintf("<urn:uuid:%x-%x-%x-%x-%x>", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
 }
 
 // record writes one record: the header fields given (WARC-Type first), then
@@ -393,6 +467,9 @@ func (ww *warcWriter) capture(st WARCStore, p *storage.Page, or *original) error
 		ww.damaged(p) // no record beats a record whose bytes are wrong
 		if or != nil {
 			or.recordID = "" // duplicates must not refer to it
+			if or.entry != nil {
+				or.entry.has = false
+			}
 		}
 		return nil
 	}

@@ -36,6 +36,16 @@ func (m *memStore) ForEachPage(fn func(*storage.Page) error) error {
 	return nil
 }
 
+func (m *memStore) Page(id uint64) (*storage.Page, error) {
+	for _, p := range m.pages {
+		if p.ID == id {
+			cp := *p
+			return &cp, nil
+		}
+	}
+	return nil, storage.ErrNotFound
+}
+
 func (m *memStore) Raw(id uint64) ([]byte, []byte, error) {
 	r, ok := m.raw[id]
 	if !ok {

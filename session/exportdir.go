@@ -86,7 +86,7 @@ func ExportDir(dir string, open func() (io.Writer, func() error, error), o Expor
 		jo := o.JSONL
 		jo.MainTextFailed = func(_ *storage.Page, err error) { noMainText.add(err) }
 		jo.Damaged = func(*storage.Page) { damaged++ }
-		n, err = export.JSONL(w, db, jo)
+		n, err = export.JSONL(w, &releasingStore{DB: db}, jo)
 	}
 	if cerr := closeOut(); err == nil {
 		err = cerr

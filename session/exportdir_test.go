@@ -55,7 +55,7 @@ func TestExportDirMainTextMissing(t *testing.T) {
 	}
 	var out bytes.Buffer
 	_, missing, err := ExportDir(dir, func() (io.Writer, func() error, error) { return &out, func() error { return nil }, nil },
-		ExportOptions{Format: "jsonl", Out: "pages.jsonl"})
+		ExportOptions{Format: "jsonl", Out: "pages.jsonl", JSONL: export.JSONLOptions{MainText: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func ExportWARC(db *storage.DB, w io.Writer, o export.WARCOptions, cdxPath strin
 		defer f.Close()
 		o.CDXJ = f
 	}
-	n, err := export.WARC(w, db, o)
+	n, err := export.WARC(w, &releasingStore{DB: db}, o)
 	if err != nil {
 		return n, fmt.Errorf("warc export: %w", err)
 	}

@@ -26,7 +26,7 @@ const usage = `Horseshoe: a polite web crawler that drops exact and near-duplica
 
 Usage:
   crawler crawl  [--config FILE] [--data DIR] [--seeds FILE] [--serve ADDR] [flags] [URL ...]
-  crawler export --data DIR --format jsonl|warc --out PATH [--all] [--main-text] [--include-duplicates] [--cdx PATH]
+  crawler export --data DIR --format jsonl|warc --out PATH [--all] [--main-text|--with-main-text] [--include-duplicates] [--cdx PATH]
   crawler report --data DIR [--format text|json|html] [--out PATH]
   crawler serve  --data DIR [--addr 127.0.0.1:8080]   the HTML report and /metrics over HTTP
   crawler dedup curve [--config FILE] [--filter altavista|bing] [--pairs N]

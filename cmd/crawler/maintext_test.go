@@ -28,14 +28,14 @@ func exportLines(t *testing.T, data string, extra ...string) ([]map[string]any, 
 	return recs, stderr
 }
 
-// TestCorpusMainText: on the crawl of the real corpus, every JSONL record
-// has main_text, drawn from the page's visible text and shorter than it
+// TestCorpusMainText: on the crawl of the real corpus, with
+// --with-main-text every JSONL record has main_text, drawn from the page's visible text and shorter than it
 // (navigation, headers and footers left out), and every page with a raw
 // response gets one; with --main-text, text holds that main text and
 // records have no main_text.
 func TestCorpusMainText(t *testing.T) {
 	c := crawlCorpus(t)
-	recs, stderr := exportLines(t, c.data)
+	recs, stderr := exportLines(t, c.data, "--with-main-text")
 	if strings.Contains(stderr, "no main text") {
 		t.Errorf("pages without main text on a crawl that kept every raw response: %s", stderr)
 	}
