@@ -3,11 +3,11 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"testing"
 )
 
@@ -41,8 +41,11 @@ func checkedStore(t *testing.T) (string, []uint64) {
 	return dir, ids
 }
 
-// checkedText is above the value threshold: in the value log.
-func checkedText(id uint64) string { return strings.Repeat(fmt.Sprintf("text of page %d ", id), 600) }
+// checkedText is above the value threshold, compressed too (random bytes,
+// which compression does not shrink): in the value log.
+func checkedText(id uint64) string {
+	return fmt.Sprintf("text of page %d ", id) + noise(rand.New(rand.NewPCG(id, 7)), 9000)
+}
 
 // openRecording opens dir and returns the tables and value logs its check
 // read whole.
