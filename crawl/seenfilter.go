@@ -149,17 +149,6 @@ func (f *seenFilter) notSeen(u string) bool {
 	return f.covered.Load() && !f.mayHave(u)
 }
 
-// bytes is the filter's size (tests, logs).
-func (f *seenFilter) bytes() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := 0
-	for _, g := range f.gens {
-		n += 8 * len(g.bits)
-	}
-	return n
-}
-
 // startLoad adds the marks already in the store (each, from a key-only scan
 // of the seen-set) in a goroutine, and sets covered when they are all in.
 func (f *seenFilter) startLoad(parent context.Context, each func(fn func(u string) error) error) {
