@@ -9,15 +9,25 @@ import (
 
 // BadgerStore is the Store of a Badger data dir. Badger is local: the
 // contexts are checked before a call and not otherwise waited on.
-func BadgerStore(db *storage.DB) Store { return badgerStore{db} }
+func BadgerStore(db *storage.DB) Store { return badgerStore{db: db} }
 
-type badgerStore struct{ db *storage.DB }
+// badgerStore is a Badger store; seen, when set, is the seen filter of the
+// engine that owns the store (New; seenfilter.go).
+type badgerStore struct {
+	db   *storage.DB
+	seen *seenFilter
+}
 
 func (b badgerStore) Update(ctx context.Context, fn func(Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return b.db.Update(func(tx *storage.Tx) error { return fn(tx) })
+	return b.db.Update(func(tx *storage.Tx) error {
+		if b.seen != nil {
+			return fn(filteredTx{tx, b.seen})
+		}
+		return fn(tx)
+	})
 }
 
 func (b badgerStore) GetMeta(_ context.Context, name string) ([]byte, error) {

@@ -128,6 +128,9 @@ type Engine struct {
 	pidx     pageIndex    // pageindex.go
 	load     indexLoad    // indexload.go
 	seenURLs seenCache    // seencache.go
+	// seenFilter is the seen filter of an engine over its own Badger
+	// store (nil for a shared store): seenfilter.go.
+	seenFilter *seenFilter
 
 	errMu    sync.Mutex
 	fatalErr error
@@ -141,7 +144,12 @@ func New(o Options, db *storage.DB, fr *frontier.Frontier, f Fetcher, robots Rob
 	if fr != nil {
 		q = fr
 	}
-	return NewShared(o, BadgerStore(db), q, f, robots, det, LocalIndex(det), logger)
+	// The engine owns the store: its seen filter answers "not seen"
+	// without a read once Restore has loaded it (seenfilter.go).
+	sf := newSeenFilter(seenFilterN0, seenFilterRate)
+	e := NewShared(o, badgerStore{db: db, seen: sf}, q, f, robots, det, LocalIndex(det), logger)
+	e.seenFilter = sf
+	return e
 }
 
 // NewShared builds an engine over any implementation of the crawl's shared
@@ -181,7 +189,8 @@ func NewShared(o Options, st Store, fr Frontier, f Fetcher, robots RobotsSource,
 // the rebuild of the dedup index from the signatures in the store, so a
 // resumed crawl still drops duplicates of pages fetched before. The rebuild
 // runs beside the first requests; every duplicate decision waits for it
-// (indexload.go; IndexLoaded waits for it too).
+// (indexload.go; IndexLoaded waits for it too). The seen filter of an engine
+// over its own store is loaded beside them too (seenfilter.go).
 func (e *Engine) Restore() error {
 	if err := e.restoreParams(); err != nil {
 		return err
@@ -193,6 +202,9 @@ func (e *Engine) Restore() error {
 		return err
 	}
 	e.startIndexLoad()
+	if bs, ok := e.st.(badgerStore); ok && e.seenFilter != nil && bs.seen == e.seenFilter {
+		e.seenFilter.startLoad(e.sctx, bs.db.ForEachSeenURL)
+	}
 	return nil
 }
 

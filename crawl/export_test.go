@@ -20,3 +20,21 @@ func SetSeenCacheMax(n int) (restore func()) {
 	seenCacheMax = n
 	return func() { seenCacheMax = old }
 }
+
+// SetSeenFilterDesign sets the design size of the first generation of the
+// seen filters built afterwards; the returned func restores it.
+func SetSeenFilterDesign(n uint64) (restore func()) {
+	old := seenFilterN0
+	seenFilterN0 = n
+	return func() { seenFilterN0 = old }
+}
+
+// SeenFilterLoaded waits for e's seen filter load and reports whether the
+// filter covers the store.
+func SeenFilterLoaded(e *Engine) (bool, error) {
+	if e.seenFilter == nil {
+		return false, nil
+	}
+	_, err := e.seenFilter.loaded()
+	return e.seenFilter.covered.Load(), err
+}

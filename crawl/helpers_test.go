@@ -262,6 +262,7 @@ func htmlPage(name, head string, links ...string) string {
 
 // crawlConfig is the subset of the configuration the politeness tests vary.
 type crawlConfig struct {
+	Restore        bool          // call Engine.Restore before seeding (loads the seen filter)
 	Delay          time.Duration // politeness.delay
 	MaxDelay       time.Duration // politeness.max_delay (cap for Crawl-delay)
 	Workers        int
@@ -402,6 +403,14 @@ func runCrawl(tb testing.TB, cfg crawlConfig, seeds ...string) crawlResult {
 	}
 	defer c.Close()
 	eng, fr := c.Engine, c.Frontier
+	if cfg.Restore {
+		if err := eng.Restore(); err != nil {
+			tb.Fatalf("Restore: %v", err)
+		}
+		if covered, err := crawl.SeenFilterLoaded(eng); err != nil || !covered {
+			tb.Fatalf("seen filter not loaded: %v", err)
+		}
+	}
 	if _, err := eng.Seed(canon); err != nil {
 		tb.Fatalf("Seed: %v", err)
 	}

@@ -74,9 +74,12 @@ func (e *Engine) IndexLoaded() (int, error) {
 	return l.n, l.err
 }
 
-// stopIndexLoad ends a rebuild still running and waits for it (before the
-// store closes).
+// stopIndexLoad ends a rebuild still running, and the seen filter's load,
+// and waits for them (before the store closes).
 func (e *Engine) stopIndexLoad() {
+	if e.seenFilter != nil {
+		e.seenFilter.stopLoad()
+	}
 	l := &e.load
 	l.mu.Lock()
 	cancel := l.cancel

@@ -36,14 +36,22 @@ func TestSeenCacheCrawl(t *testing.T) {
 		}
 		s.Pages[fmt.Sprintf("/p%d.html", i)] = page{Body: htmlPage(fmt.Sprintf("page%d", i), "", links...)}
 	}
-	for _, bound := range []int{0, 2} {
-		t.Run(fmt.Sprintf("bound=%d", bound), func(t *testing.T) {
+	for _, tc := range []struct {
+		bound  int
+		filter uint64 // the seen filter's first generation (0: no filter loaded)
+	}{{0, 0}, {2, 0}, {0, 4}, {2, 4}} {
+		bound := tc.bound
+		t.Run(fmt.Sprintf("bound=%d/filter=%d", bound, tc.filter), func(t *testing.T) {
 			if bound > 0 {
 				defer crawl.SetSeenCacheMax(bound)()
 			}
+			if tc.filter > 0 {
+				// Four URLs a generation: the filter grows many times.
+				defer crawl.SetSeenFilterDesign(tc.filter)()
+			}
 			log := &hitLog{}
 			srv := startServer(t, "127.0.0.61", s.handler(), log)
-			res := runCrawl(t, crawlConfig{}, srv.Base("127.0.0.61")+"/p0.html")
+			res := runCrawl(t, crawlConfig{Restore: tc.filter > 0}, srv.Base("127.0.0.61")+"/p0.html")
 			got := map[string]int{}
 			for _, h := range log.all() {
 				if h.Path != "/robots.txt" {

@@ -1217,6 +1217,24 @@ func (d *DB) scan(prefix []byte, fn func(k, v []byte) error) error {
 	})
 }
 
+// ForEachSeenURL calls fn for every URL in the seen-set, reading the keys
+// only (the seen filter's load on resume, crawl/seenfilter.go).
+func (d *DB) ForEachSeenURL(fn func(u string) error) error {
+	prefix := seenKey("")
+	return guard(func() error {
+		return d.db.View(func(txn *badger.Txn) error {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+			defer it.Close()
+			for it.Rewind(); it.Valid(); it.Next() {
+				if err := fn(string(it.Item().Key()[len(prefix):])); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+}
+
 // Seen reports whether u is in the seen-set.
 func (d *DB) Seen(u string) (bool, error) {
 	_, err := d.get(seenKey(u))
