@@ -263,33 +263,40 @@ func checkExportFlags(t *testing.T, db *storage.DB) {
 	if err := db.ForEachPage(func(p *storage.Page) error { ids[p.URL] = p.ID; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	called := 0
-	if _, err := export.JSONL(&buf, db, export.JSONLOptions{Damaged: func(*storage.Page) { called++ }}); err != nil {
-		t.Fatalf("JSONL export: %v", err)
-	}
-	flagged := 0
-	for _, line := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
-		var r export.Record
-		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatal(err)
+	// Main text is opt-in: without it the raw response is not read, and a
+	// record is damaged when its text is; with it, also when its raw
+	// response is (its main text then "").
+	for _, mainText := range []bool{false, true} {
+		var buf bytes.Buffer
+		called := 0
+		if _, err := export.JSONL(&buf, db, export.JSONLOptions{MainText: mainText, Damaged: func(*storage.Page) { called++ }}); err != nil {
+			t.Fatalf("JSONL export (main text %v): %v", mainText, err)
 		}
-		_, terr := db.Text(ids[r.URL])
-		_, _, rerr := db.Raw(ids[r.URL])
-		textLost, rawLost := errors.Is(terr, storage.ErrDamaged), errors.Is(rerr, storage.ErrDamaged)
-		if r.Damaged {
-			flagged++
+		flagged := 0
+		for _, line := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+			var r export.Record
+			if err := json.Unmarshal(line, &r); err != nil {
+				t.Fatal(err)
+			}
+			_, terr := db.Text(ids[r.URL])
+			_, _, rerr := db.Raw(ids[r.URL])
+			textLost, rawLost := errors.Is(terr, storage.ErrDamaged), errors.Is(rerr, storage.ErrDamaged)
+			if r.Damaged {
+				flagged++
+			}
+			switch {
+			case r.Damaged != (textLost || (mainText && rawLost)):
+				t.Errorf("%s (main text %v): damaged %v, but text lost %v, raw response lost %v", r.URL, mainText, r.Damaged, textLost, rawLost)
+			case textLost && r.Text != "":
+				t.Errorf("%s: text lost, yet exported", r.URL)
+			case mainText && rawLost && (r.MainText == nil || *r.MainText != ""):
+				t.Errorf("%s: raw response lost, yet a main text", r.URL)
+			case !mainText && r.MainText != nil:
+				t.Errorf("%s: a main text, not asked for", r.URL)
+			}
 		}
-		switch {
-		case r.Damaged != (textLost || rawLost):
-			t.Errorf("%s: damaged %v, but text lost %v, raw response lost %v", r.URL, r.Damaged, textLost, rawLost)
-		case textLost && r.Text != "":
-			t.Errorf("%s: text lost, yet exported", r.URL)
-		case rawLost && (r.MainText == nil || *r.MainText != ""):
-			t.Errorf("%s: raw response lost, yet a main text", r.URL)
+		if called != flagged {
+			t.Errorf("JSONLOptions.Damaged called %d times, %d records flagged (main text %v)", called, flagged, mainText)
 		}
-	}
-	if called != flagged {
-		t.Errorf("JSONLOptions.Damaged called %d times, %d records flagged", called, flagged)
 	}
 }
