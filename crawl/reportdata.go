@@ -131,6 +131,7 @@ func reportMirrors(db *storage.DB, d *report.Data, skips map[string][]skipRec) e
 			Verified: c.Verified, VerifyMatched: c.VerifyMatched, GapProbes: c.GapResolved, GapHits: c.GapHits,
 			Samples: c.Sampled, LinksCompared: c.LinksCompared, LinksMatched: c.LinksMatched,
 			LacksMirror: c.Lacks(c.Mirror), LacksOriginal: c.Lacks(1 - c.Mirror), ByLacks: c.ByLacks, Swaps: c.Swaps,
+			Halted: c.Halted,
 		}
 		if row.PathsCompared > 0 {
 			row.Score = float64(row.PathsMatched) / float64(row.PathsCompared)

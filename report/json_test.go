@@ -98,10 +98,10 @@ func TestWriteJSONKeys(t *testing.T) {
 		{"by_class", m["stats"].(map[string]any)["by_class"], Classes()},
 		{"mirror", m["mirrors"].([]any)[0], []string{"host", "mirror_of", "original_prefix", "paths_compared",
 			"paths_matched", "prefix", "requests_saved", "score", "verified", "verify_matched", "gap_probes", "gap_hits", "samples", "links_compared", "links_matched",
-			"lacks_mirror", "lacks_original", "direction_by_lacks", "swaps"}},
+			"lacks_mirror", "lacks_original", "direction_by_lacks", "swaps", "halted"}},
 		{"replicated prefix", m["replicated_prefixes"].([]any)[0], []string{"host", "mirror_of", "original_prefix",
 			"paths_compared", "paths_matched", "prefix", "requests_saved", "score", "verified", "verify_matched", "gap_probes", "gap_hits", "samples", "links_compared", "links_matched",
-			"lacks_mirror", "lacks_original", "direction_by_lacks", "swaps"}},
+			"lacks_mirror", "lacks_original", "direction_by_lacks", "swaps", "halted"}},
 		{"curve point", m["filter_curve"].([]any)[0], []string{"jaccard", "probability"}},
 	}
 	for _, tt := range tests {

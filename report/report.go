@@ -102,6 +102,10 @@ type Mirror struct {
 	LacksOriginal int  `json:"lacks_original"`
 	ByLacks       bool `json:"direction_by_lacks"`
 	Swaps         int  `json:"swaps"`
+	// Halted: the loss monitor found the verification stream's pages
+	// differing beyond the loss rate and stopped skipping; every URL of
+	// the mirror is fetched from then on.
+	Halted bool `json:"halted"`
 }
 
 // Direction says what chose which side is the mirror: the paths each side

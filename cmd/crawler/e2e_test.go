@@ -221,10 +221,11 @@ func TestCorpusMirrorPairs(t *testing.T) {
 		// a mirror decision skips, fetched on purpose) may repeat pages.
 		// Deliberate probes are allowed beyond the handful: the
 		// verification stream, and gap probes that found nothing new.
-		verified := 0
+		verified, halted := 0, false
 		for _, m := range c.report.Mirrors {
 			if ipOf(m.Host) == second.ip && m.Prefix == second.prefix {
 				verified = m.Verified + m.Samples + m.GapProbes - m.GapHits
+				halted = m.Halted
 			}
 		}
 		t.Logf("%s is the copy: seed %s dup_of=%s sim=%.3f method=%s; %d requests to it, %d for paths the original served (%d verification), %d link-monitor picks besides",
@@ -233,6 +234,14 @@ func TestCorpusMirrorPairs(t *testing.T) {
 			// The copy was met first: its pages fetched before its
 			// original's lacks made it the mirror were fetched as the
 			// original's. Measured, not bounded.
+			continue
+		}
+		if halted {
+			// The loss monitor found the copy's verified pages differing
+			// beyond the loss rate and stopped skipping: from then on the
+			// copy is fetched whole, by design. Which pages the stream
+			// meets first is fetch order. Measured, not bounded.
+			t.Logf("%s: skipping halted by the loss monitor; %d requests for pages its original served", second.ip, wasted)
 			continue
 		}
 		if wasted > 25+verified {

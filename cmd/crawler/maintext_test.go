@@ -137,7 +137,7 @@ func TestExportMainTextWithoutRaw(t *testing.T) {
 	if err := run(context.Background(), []string{"crawl", "--config", cfg, "--data", data, "--delay", "0", "--quiet", w.URL("127.0.0.81", "/")}, &so, &se); err != nil {
 		t.Fatalf("crawl: %v %s", err, se.String())
 	}
-	recs, stderr := exportLines(t, data)
+	recs, stderr := exportLines(t, data, "--with-main-text")
 	if len(recs) != 11 {
 		t.Fatalf("%d records, want 11", len(recs))
 	}
