@@ -70,6 +70,21 @@ func putPages(t *testing.T, dir string, n int, signed bool) {
 	})
 }
 
+// runCrawl starts a crawl on s and runs it to its end.
+func runCrawl(t *testing.T, s *session.Session, cfg configs.Config) *crawl.Crawl {
+	t.Helper()
+	c, err := s.Start(cfg, crawl.Env{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // a hang bound
+	defer cancel()
+	if err := c.Engine.Run(ctx, ctx); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func open(t *testing.T, dir string, cfg configs.Config, seeds ...string) *session.Session {
 	t.Helper()
 	s, err := session.Open(dir, cfg, seeds, nil)
@@ -171,15 +186,7 @@ func TestPagesSpent(t *testing.T) {
 	if s.PagesSpent() != 0 || s.PagesLeft(5) != 5 || s.PagesLeft(0) != 0 {
 		t.Errorf("new store: %d spent, %d left of 5", s.PagesSpent(), s.PagesLeft(5))
 	}
-	c, err := s.Start(cfg, crawl.Env{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // a hang bound
-	defer cancel()
-	if err := c.Engine.Run(ctx, ctx); err != nil {
-		t.Fatal(err)
-	}
+	runCrawl(t, s, cfg)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -241,15 +248,7 @@ func TestResumeAfterKillReadsNoPageRecords(t *testing.T) {
 	cfg := configs.Default()
 	cfg.Politeness.Delay = 0
 	s := open(t, dir, cfg, crawlSite(t))
-	c, err := s.Start(cfg, crawl.Env{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // a hang bound
-	defer cancel()
-	if err := c.Engine.Run(ctx, ctx); err != nil {
-		t.Fatal(err)
-	}
+	c := runCrawl(t, s, cfg)
 	c.Close()
 	s.DB.Close() // a kill: Close never runs, the run mark stays
 

@@ -242,7 +242,10 @@ func TestCheckUnlistedTables(t *testing.T) {
 // during the copy, so its background work ends and the loop with it.
 func copyOpenStore(t *testing.T, from, to string) {
 	t.Helper()
-	for attempt := 1; ; attempt++ {
+	// The background work ends within seconds of the last write; only a
+	// store that never settles (a hang) reaches the cap.
+	const maxAttempts = 3000
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		before := storeFiles(t, from)
 		if err := os.RemoveAll(to); err != nil {
 			t.Fatal(err)
@@ -272,6 +275,7 @@ func copyOpenStore(t *testing.T, from, to string) {
 		t.Logf("copy %d of the open store overlapped a flush or compaction: copying again", attempt)
 		time.Sleep(10 * time.Millisecond) // let the background work go on; not a timing assertion
 	}
+	t.Fatalf("the open store's files changed during each of %d copies: its background work never settled", maxAttempts)
 }
 
 // storeFiles returns the file names of the store in dir and its MANIFEST.

@@ -262,8 +262,9 @@ func (r *recordReader) fail(what string) {
 	r.b = nil
 }
 
-func (r *recordReader) uint() uint64 {
-	v, n := binary.Uvarint(r.b)
+// varint reads one varint with read (binary.Uvarint or binary.Varint).
+func varint[T uint64 | int64](r *recordReader, read func([]byte) (T, int)) T {
+	v, n := read(r.b)
 	if n <= 0 {
 		r.fail("bad varint")
 		return 0
@@ -272,15 +273,9 @@ func (r *recordReader) uint() uint64 {
 	return v
 }
 
-func (r *recordReader) int64() int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail("bad varint")
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
+func (r *recordReader) uint() uint64 { return varint(r, binary.Uvarint) }
+
+func (r *recordReader) int64() int64 { return varint(r, binary.Varint) }
 
 func (r *recordReader) int() int {
 	v := r.int64()

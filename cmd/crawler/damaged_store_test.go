@@ -144,7 +144,7 @@ func TestDamagedStoreCommands(t *testing.T) {
 							t.Errorf("%s modified %s", args[0], filepath.Base(p))
 						}
 					}
-					if args[0] != "export" || args[3] != "jsonl" {
+					if args[0] != "export" || args[4] != "jsonl" {
 						continue
 					}
 					if _, err := os.Stat(jsonl); err != nil {
@@ -164,7 +164,7 @@ func TestDamagedStoreCommands(t *testing.T) {
 							}
 						case r.Text != want[u].Text:
 							t.Errorf("%s: text differs from the sound export's (%d bytes, want %d)", u, len(r.Text), len(want[u].Text))
-						case r.MainText == nil || want[u].MainText == nil || *r.MainText != *want[u].MainText:
+						case (r.MainText == nil) != (want[u].MainText == nil) || r.MainText != nil && *r.MainText != *want[u].MainText:
 							t.Errorf("%s: not flagged damaged, and main text differs from the sound export's", u)
 						}
 					}
