@@ -224,6 +224,11 @@ func TestSitemapTimeout(t *testing.T) {
 // recorded (page records and report notes), never stop the crawl, and the
 // host is still asked politely.
 func TestSitemapsHostile(t *testing.T) {
+	if testing.Short() {
+		// 512 MiB of gzip bombs and a million-URL sitemap: 7 s alone, a
+		// minute under the race detector; the end-to-end tier runs it.
+		t.Skip("inflates two 256 MiB sitemap bombs")
+	}
 	var log hitLog
 	s := &site{Pages: map[string]page{}}
 	inner := s.handler()

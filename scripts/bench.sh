@@ -131,6 +131,8 @@ HORSESHOE_BENCH_10M=$GROWTH_10M GOMEMLIMIT=${GOMEMLIMIT:-13GiB} \
 	"$GO" test -count=1 -run '^$' -bench 'IndexGrowth' -benchtime 20000x -timeout 60m ./dedup/ >"$RUN/bench-growth.txt"
 echo "== growth: frontier + Badger 10k -> 3M queued URLs" >&2
 "$GO" test -count=1 -run '^$' -bench 'FrontierGrowth' -benchtime 200x -timeout 30m ./crawl/ >"$RUN/bench-frontier.txt"
+echo "== soak: the crawler's memory against a 3-million-URL frontier (make test-soak)" >&2
+"${MAKE:-make}" --no-print-directory test-soak >"$RUN/soak.txt" || { cat "$RUN/soak.txt" >&2; exit 1; }
 
 {
 	echo "Shared machine: other engineers' builds and tests ran at the same time (load average $(cut -d' ' -f1-3 /proc/loadavg) at the end);"

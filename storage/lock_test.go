@@ -4,6 +4,7 @@ package storage
 
 import (
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
@@ -19,22 +20,23 @@ func TestOpenBesideWriterIsLocked(t *testing.T) {
 	dir := t.TempDir()
 	db := open(t, dir)
 	defer db.Close()
-	write := func(from, n int) {
-		for i := from; i < from+n; i++ {
-			err := db.Update(func(tx *Tx) error {
-				id := tx.NewID()
-				if err := tx.PutText(id, crashText(uint64(i))); err != nil {
-					return err
-				}
-				return tx.PutRaw(id, nil, []byte(crashRaw(uint64(i))))
-			})
-			if err != nil {
-				t.Error(err)
-				return
+	// Pages of 5-13 KB (crashText without its 1-3 MB ones, which only
+	// slowed the test: they go to the value log and make no tables).
+	put := func(i int) error {
+		return db.Update(func(tx *Tx) error {
+			id := tx.NewID()
+			r := rand.New(rand.NewPCG(uint64(i), 5))
+			if err := tx.PutText(id, noise(r, 5000+r.IntN(8000))); err != nil {
+				return err
 			}
+			return tx.PutRaw(id, nil, []byte(crashRaw(uint64(i))))
+		})
+	}
+	for i := range 3000 {
+		if err := put(i); err != nil {
+			t.Fatal(err)
 		}
 	}
-	write(0, 3000)
 	if err := db.db.Flatten(1); err != nil {
 		t.Fatal(err)
 	}
@@ -57,9 +59,29 @@ func TestOpenBesideWriterIsLocked(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The writer writes, flushes and compacts for as long as the opens go
+	// on, and no longer.
 	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	written := 0
 	wg.Add(1)
-	go func() { defer wg.Done(); write(3000, 6000) }()
+	go func() {
+		defer wg.Done()
+		for i := 3000; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := put(i); err != nil {
+				t.Error(err)
+				return
+			}
+			written++
+		}
+	}()
+	stopWriter := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer stopWriter()
 	opens := 0
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); opens++ {
 		time.Sleep(2 * time.Millisecond)
@@ -70,6 +92,6 @@ func TestOpenBesideWriterIsLocked(t *testing.T) {
 			t.Fatalf("read-only open %d beside a writer: %v; want ErrLocked", opens, err)
 		}
 	}
-	wg.Wait()
-	t.Logf("%d read-only opens beside a writer, all ErrLocked", opens)
+	stopWriter()
+	t.Logf("%d read-only opens beside a writer writing %d pages, all ErrLocked", opens, written)
 }
