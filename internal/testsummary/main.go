@@ -72,6 +72,11 @@ func summarize(r io.Reader, w io.Writer, top int) error {
 				fmt.Fprint(out, o)
 			}
 			delete(logs, key)
+		case e.Test == "" && (e.Action == "pass" || e.Action == "fail"):
+			// A benchmark has no event of its own when it passes: its
+			// results come out when its package ends, as go test prints
+			// them.
+			printBenchmarks(out, logs, e.Package)
 		case e.Test != "" && (e.Action == "pass" || e.Action == "skip"):
 			delete(logs, key)
 			if e.Action == "pass" && !strings.Contains(e.Test, "/") {
@@ -104,4 +109,24 @@ func summarize(r io.Reader, w io.Writer, top int) error {
 		}
 	}
 	return nil
+}
+
+// printBenchmarks prints and forgets the output of pkg's benchmarks, in name
+// order, without their "=== RUN" lines.
+func printBenchmarks(out io.Writer, logs map[string][]string, pkg string) {
+	var keys []string
+	for k := range logs {
+		if strings.HasPrefix(k, pkg+" Benchmark") {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		for _, o := range logs[k] {
+			if !strings.HasPrefix(o, "=== ") {
+				fmt.Fprint(out, o)
+			}
+		}
+		delete(logs, k)
+	}
 }
