@@ -14,7 +14,7 @@ const mod = "github.com/horseshoe-crawler/horseshoe/"
 var fixtures = []string{"storage/storetest", "internal/testweb", "internal/testtools", "internal/testproxy",
 	"internal/hostile", "internal/variantweb", "internal/dedupeval", "internal/warcread", "internal/memnet",
 	"internal/scaleweb", "internal/zipfweb", "internal/testsummary", "internal/benchreport", "internal/bigstore",
-	"internal/storefill"}
+	"internal/storefill", "internal/crosscheck"}
 
 // TestBinaryLinksNoFixture: the crawler binary links no test fixture, and
 // not the testing package (a fixture's usual way in).
@@ -81,6 +81,7 @@ func TestImportRules(t *testing.T) {
 		{pkg: "internal/zipfweb", forbidden: []string{mod + "cmd", mod + "session", mod + "crawl"}},
 		{pkg: "internal/zipfweb/cmd/zipfweb", forbidden: []string{mod + "cmd", mod + "session", mod + "crawl"}},
 		{pkg: "internal/testsummary", forbidden: []string{mod}},
+		{pkg: "internal/crosscheck", forbidden: []string{mod}},
 		{pkg: "internal/benchreport", forbidden: []string{mod}},
 		{pkg: "internal/benchreport/benchtool", forbidden: []string{mod + "cmd", mod + "session"}},
 		{pkg: "internal/bigstore", forbidden: []string{mod + "cmd", mod + "session"}},
