@@ -18,10 +18,13 @@ import (
 // value log: 5-13 KB, one in 16 1-3 MB (a kill then often lands in the
 // middle of Badger's copy of it into the value log). Random bytes: values are
 // stored compressed (codec.go), and these stay their size.
-func crashText(id uint64) string {
+func crashText(id uint64) string { return pageText(id, id%16 == 0) }
+
+// pageText is page id's text: 5-13 KB of random bytes, 1-3 MB when big.
+func pageText(id uint64, big bool) string {
 	r := rand.New(rand.NewPCG(id, 5))
 	n := 5000 + r.IntN(8000)
-	if id%16 == 0 {
+	if big {
 		n = 1<<20 + r.IntN(2<<20)
 	}
 	return noise(r, n)

@@ -4,7 +4,6 @@ package storage
 
 import (
 	"errors"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
@@ -25,8 +24,7 @@ func TestOpenBesideWriterIsLocked(t *testing.T) {
 	put := func(i int) error {
 		return db.Update(func(tx *Tx) error {
 			id := tx.NewID()
-			r := rand.New(rand.NewPCG(uint64(i), 5))
-			if err := tx.PutText(id, noise(r, 5000+r.IntN(8000))); err != nil {
+			if err := tx.PutText(id, pageText(uint64(i), false)); err != nil {
 				return err
 			}
 			return tx.PutRaw(id, nil, []byte(crashRaw(uint64(i))))

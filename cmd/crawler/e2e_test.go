@@ -221,13 +221,7 @@ func TestCorpusMirrorPairs(t *testing.T) {
 		// a mirror decision skips, fetched on purpose) may repeat pages.
 		// Deliberate probes are allowed beyond the handful: the
 		// verification stream, and gap probes that found nothing new.
-		verified, halted := 0, false
-		for _, m := range c.report.Mirrors {
-			if ipOf(m.Host) == second.ip && m.Prefix == second.prefix {
-				verified = m.Verified + m.Samples + m.GapProbes - m.GapHits
-				halted = m.Halted
-			}
-		}
+		verified, halted := mirrorProbes(c.report.Mirrors, second.ip, second.prefix)
 		t.Logf("%s is the copy: seed %s dup_of=%s sim=%.3f method=%s; %d requests to it, %d for paths the original served (%d verification), %d link-monitor picks besides",
 			second.ip, sp.Class, sp.DuplicateOf, sp.Similarity, sp.Method, total, wasted, verified, picks)
 		if fp := pages[first.seed]; isDup(fp) && fp.DuplicateOf == second.seed {
@@ -368,6 +362,18 @@ func TestCorpusJSONLExport(t *testing.T) {
 	if want := c.report.Stats.ByClass["unique"]; lines != want {
 		t.Errorf("JSONL has %d lines, the report counts %d unique pages", lines, want)
 	}
+}
+
+// mirrorProbes returns the deliberate probes of the mirror at ip and prefix
+// in mirrors (its verification stream, samples, and gap probes that found
+// nothing new), and whether the loss monitor halted its skipping.
+func mirrorProbes(mirrors []report.Mirror, ip, prefix string) (verified int, halted bool) {
+	for _, m := range mirrors {
+		if ipOf(m.Host) == ip && m.Prefix == prefix {
+			verified, halted = m.Verified+m.Samples+m.GapProbes-m.GapHits, m.Halted
+		}
+	}
+	return verified, halted
 }
 
 // linkMonitorPick reports whether the near-duplicate link monitor may fetch

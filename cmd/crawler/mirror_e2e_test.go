@@ -233,13 +233,7 @@ func TestMirrorsWhicheverHostFirst(t *testing.T) {
 				}
 				// Beyond a handful, only the verification stream (1 in 20 of the
 				// URLs the decision skips, fetched on purpose) may repeat pages.
-				verified, halted := 0, false // deliberate probes: verification stream, fruitless gap probes
-				for _, m := range d.Mirrors {
-					if ipOf(m.Host) == ip && m.Prefix == prefix {
-						verified = m.Verified + m.Samples + m.GapProbes - m.GapHits
-						halted = m.Halted
-					}
-				}
+				verified, halted := mirrorProbes(d.Mirrors, ip, prefix)
 				t.Logf("%s%s (crawled second): %d requests (%d for paths the other side served, %d of them the verification stream, %d link-monitor picks besides) with mirror handling, %d following every link (%.0f%% saved)",
 					ip, prefix, got, wasted, verified, picks, ref, 100*(1-float64(got)/float64(ref)))
 				if order == "mirror first" && partialCopies[p.copyIP] {
