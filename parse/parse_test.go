@@ -352,6 +352,9 @@ func TestParseErrors(t *testing.T) {
 // TestParseHostile feeds pathological documents: each must parse without error, keep its
 // text and links, and finish quickly.
 func TestParseHostile(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the parser runs on one goroutine: nothing for the race detector to find, at ten times the time; the end-to-end tier runs it without")
+	}
 	const deep = 100_000
 	tests := []struct {
 		name      string

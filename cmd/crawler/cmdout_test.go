@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,16 +17,22 @@ import (
 // what it wrote to FILE, and to stderr.
 func runOut(t *testing.T, cmd string, args ...string) ([]byte, string) {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), cmd+".out")
-	var so, se bytes.Buffer
-	if err := run(context.Background(), append([]string{cmd, "--out", out}, args...), &so, &se); err != nil {
-		t.Fatalf("%s %v: %v\n%s", cmd, args, err, se.String())
-	}
-	b, err := os.ReadFile(out)
+	b, stderr, err := commandOut(t.TempDir(), cmd, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b, se.String()
+	return b, stderr
+}
+
+// commandOut is runOut with its file in dir, for callers without a test.
+func commandOut(dir, cmd string, args ...string) ([]byte, string, error) {
+	out := filepath.Join(dir, cmd+".out")
+	var so, se bytes.Buffer
+	if err := run(context.Background(), append([]string{cmd, "--out", out}, args...), &so, &se); err != nil {
+		return nil, se.String(), fmt.Errorf("%s %v: %v\n%s", cmd, args, err, se.String())
+	}
+	b, err := os.ReadFile(out)
+	return b, se.String(), err
 }
 
 // dataArgs is --data DIR for each of dirs.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -68,6 +69,138 @@ func sharedWeb(t *testing.T, hosts map[string]bool) (*loopweb.Web, []string) {
 // TestSharedCrawlMirrorsCorpus crawls with them on.
 const sharedConfig = "mirror:\n  enabled: false\ncrawl:\n  skip_duplicate_links: false\n"
 
+// sharedReference is one process's crawl of sharedSubset with sharedConfig,
+// made once per test binary (on its own web, closed after it) and compared
+// against by TestSharedCrawlThreeWorkers and the killed-worker tests: with
+// sharedConfig its content does not depend on the order of its fetches, so
+// one such crawl stands for any. Its URLs carry its own web's ports;
+// report and content give them with the ports of the web the caller's
+// workers crawled.
+type sharedReference struct {
+	dir      string            // its data dir, under refDir
+	base     map[string]string // IP -> host:port its web served
+	requests []loopweb.Request // its web's log
+	took     time.Duration
+	err      error
+
+	data    report.Data         // mergedReportOf(dir)
+	content map[string][]string // uniqueContent(dir)
+}
+
+var (
+	sharedRefOnce sync.Once
+	sharedRef     sharedReference
+	refDir        string // removed by TestMain
+)
+
+// singleSubsetCrawl returns the crawl of sharedSubset by one process with
+// sharedConfig, crawling it on the first call.
+func singleSubsetCrawl(t *testing.T) *sharedReference {
+	t.Helper()
+	sharedRefOnce.Do(func() {
+		r := &sharedRef
+		root, manifest, err := testweb.Corpus()
+		if err != nil {
+			r.err = err
+			return
+		}
+		web, err := loopweb.Start(root, loopweb.Options{})
+		if err != nil {
+			r.err = err
+			return
+		}
+		defer web.Close()
+		var seeds []string
+		r.base = map[string]string{}
+		for _, m := range manifest {
+			if sharedSubset[m.Host] {
+				seeds = append(seeds, web.URL(m.Host, m.Prefix))
+			}
+		}
+		for _, ip := range web.Hosts() {
+			r.base[ip] = strings.TrimPrefix(web.BaseURL(ip), "http://")
+		}
+		if refDir, err = os.MkdirTemp("", "horseshoe-ref-"); err != nil {
+			r.err = err
+			return
+		}
+		r.dir = filepath.Join(refDir, "single")
+		cfgPath := filepath.Join(refDir, "nomirror.yaml")
+		if err := os.WriteFile(cfgPath, []byte(sharedConfig), 0o644); err != nil {
+			r.err = err
+			return
+		}
+		var so, se bytes.Buffer
+		start := time.Now()
+		if err := run(context.Background(), crawlArgs(r.dir, seeds, "--config", cfgPath), &so, &se); err != nil {
+			r.err = fmt.Errorf("single crawl: %v\n%s", err, se.String())
+			return
+		}
+		r.took = time.Since(start)
+		r.requests = web.Requests()
+		if r.data, r.err = mergedReport(refDir, r.dir); r.err == nil {
+			r.content, r.err = exportedContent(refDir, r.dir)
+		}
+	})
+	testweb.RequireCorpus(t, sharedRef.err)
+	return &sharedRef
+}
+
+// hostPort matches a loopback host:port in a URL or a report.
+var hostPort = regexp.MustCompile(`127\.0\.0\.[0-9]+:[0-9]+`)
+
+// onWeb returns s with each host:port of r's web replaced by the same IP's
+// on web.
+func (r *sharedReference) onWeb(web *loopweb.Web, s string) string {
+	to := map[string]string{}
+	for ip, hp := range r.base {
+		to[hp] = strings.TrimPrefix(web.BaseURL(ip), "http://")
+	}
+	return hostPort.ReplaceAllStringFunc(s, func(hp string) string {
+		if x, ok := to[hp]; ok {
+			return x
+		}
+		return hp
+	})
+}
+
+// report is the reference's report, its URLs on web.
+func (r *sharedReference) report(t *testing.T, web *loopweb.Web) report.Data {
+	t.Helper()
+	b, err := json.Marshal(r.data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d report.Data
+	if err := json.Unmarshal([]byte(r.onWeb(web, string(b))), &d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// uniqueContent is the reference's kept content (uniqueContent), its URLs
+// on web.
+func (r *sharedReference) uniqueContent(web *loopweb.Web) map[string][]string {
+	m := make(map[string][]string, len(r.content))
+	for sha, us := range r.content {
+		for _, u := range us {
+			m[sha] = append(m[sha], r.onWeb(web, u))
+		}
+	}
+	return m
+}
+
+// pageRequestCount counts the requests in rs that are not for robots.txt.
+func pageRequestCount(rs []loopweb.Request) int {
+	n := 0
+	for _, r := range rs {
+		if r.Path != "/robots.txt" {
+			n++
+		}
+	}
+	return n
+}
+
 func crawlArgs(data string, seeds []string, extra ...string) []string {
 	args := append([]string{"crawl", "--data", data, "--delay", sharedDelay.String(), "--workers", "4", "--quiet"}, extra...)
 	return append(args, seeds...)
@@ -87,7 +220,19 @@ func exportedJSONL(t *testing.T, dirs ...string) []byte {
 // stubs, served by two mirror hosts), in one process as in several.
 func uniqueContent(t *testing.T, dirs ...string) map[string][]string {
 	t.Helper()
-	b := exportedJSONL(t, dirs...)
+	m, err := exportedContent(t.TempDir(), dirs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// exportedContent is uniqueContent, its export's file in tmp.
+func exportedContent(tmp string, dirs ...string) (map[string][]string, error) {
+	b, _, err := commandOut(tmp, "export", append([]string{"--format", "jsonl"}, dataArgs(dirs...)...)...)
+	if err != nil {
+		return nil, err
+	}
 	m := map[string][]string{}
 	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
 		var r struct {
@@ -95,11 +240,11 @@ func uniqueContent(t *testing.T, dirs ...string) map[string][]string {
 			SHA256 string `json:"sha256"`
 		}
 		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		m[r.SHA256] = append(m[r.SHA256], r.URL)
 	}
-	return m
+	return m, nil
 }
 
 // sameContent checks that two crawls kept the same content: every body as
@@ -149,11 +294,21 @@ func sameContent(t *testing.T, a, b map[string][]string, ra, rb *report.Data) (c
 
 func mergedReportOf(t *testing.T, dirs ...string) report.Data {
 	t.Helper()
-	var d report.Data
-	if err := json.Unmarshal(reportOut(t, "json", dataArgs(dirs...)...), &d); err != nil {
+	d, err := mergedReport(t.TempDir(), dirs...)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// mergedReport is mergedReportOf, its report's file in tmp.
+func mergedReport(tmp string, dirs ...string) (report.Data, error) {
+	var d report.Data
+	b, _, err := commandOut(tmp, "report", append([]string{"--format", "json"}, dataArgs(dirs...)...)...)
+	if err == nil {
+		err = json.Unmarshal(b, &d)
+	}
+	return d, err
 }
 
 // checkRequests: no URL requested twice (robots.txt apart: each worker keeps
@@ -187,28 +342,22 @@ func checkRequests(t *testing.T, reqs []loopweb.Request) (robots int) {
 }
 
 // TestSharedCrawlThreeWorkers: three workers of one crawl through a real
-// redis-server, each with its own data dir, crawl the whole corpus; the
-// merged export keeps the same content as one process's crawl, no URL is
-// requested twice, no host sees two requests closer than the delay, and the
-// merged report's classes agree with the single crawl's where the order of
-// the fetches cannot move them (compareClasses).
+// redis-server, each with its own data dir, crawl the corpus subset; the
+// merged export keeps the same content as one process's crawl
+// (singleSubsetCrawl), no URL is requested twice, no host sees two requests
+// closer than the delay, and the merged report's classes agree with the
+// single crawl's where the order of the fetches cannot move them
+// (compareClasses). TestSharedCorpusQuality crawls the whole corpus.
 func TestSharedCrawlThreeWorkers(t *testing.T) {
 	t.Parallel() // its own corpus web and Redis
-	web, seeds := sharedWeb(t, nil)
+	ref := singleSubsetCrawl(t)
+	web, seeds := sharedWeb(t, sharedSubset)
 	srv := redistest.Start(t, redistest.Options{})
 	tmp := t.TempDir()
-	single := filepath.Join(tmp, "single")
-	var so, se bytes.Buffer
 	cfgPath := filepath.Join(tmp, "nomirror.yaml")
 	if err := os.WriteFile(cfgPath, []byte(sharedConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	singleStart := time.Now()
-	if err := run(context.Background(), crawlArgs(single, seeds, "--config", cfgPath), &so, &se); err != nil {
-		t.Fatalf("single crawl: %v\n%s", err, se.String())
-	}
-	singleTook := time.Since(singleStart)
-	singleReqs := len(web.Requests())
 	start := time.Now()
 	dirs := make([]string, 3)
 	var wg sync.WaitGroup
@@ -231,12 +380,12 @@ func TestSharedCrawlThreeWorkers(t *testing.T) {
 			t.Fatalf("worker %d: %v\n%s", i, err, logs[i].String())
 		}
 	}
-	t.Logf("single crawl: %d requests in %v; three workers: %d requests in %v", singleReqs, singleTook, len(web.Requests())-singleReqs, time.Since(start))
-	robots := checkRequests(t, web.Requests()[singleReqs:])
+	t.Logf("single crawl: %d requests in %v; three workers: %d requests in %v", len(ref.requests), ref.took, len(web.Requests()), time.Since(start))
+	robots := checkRequests(t, web.Requests())
 	t.Logf("robots.txt requests of the three workers: %d (%d hosts)", robots, len(web.Hosts()))
 
-	sr, mr := mergedReportOf(t, single), mergedReportOf(t, dirs...)
-	want, got := uniqueContent(t, single), uniqueContent(t, dirs...)
+	sr, mr := ref.report(t, web), mergedReportOf(t, dirs...)
+	want, got := ref.uniqueContent(web), uniqueContent(t, dirs...)
 	choices := sameContent(t, want, got, &sr, &mr)
 	t.Logf("content kept: %d unique bodies by one process, %d by three workers; %d duplicate pairs kept the other copy", len(want), len(got), choices)
 	t.Logf("classes: single %v, merged %v", sr.Stats.ByClass, mr.Stats.ByClass)
@@ -272,18 +421,13 @@ func TestSharedCrawlKilledWorker(t *testing.T) {
 // Redis Cluster) at redisURL.
 func killedWorkerCrawl(t *testing.T, redisURL string) {
 	bin := buildSignalCrawler(t)
+	ref := singleSubsetCrawl(t)
 	web, seeds := sharedWeb(t, sharedSubset)
 	tmp := t.TempDir()
 	cfgPath := filepath.Join(tmp, "nomirror.yaml")
 	if err := os.WriteFile(cfgPath, []byte(sharedConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	single := filepath.Join(tmp, "single")
-	var so, se bytes.Buffer
-	if err := run(context.Background(), crawlArgs(single, seeds, "--config", cfgPath), &so, &se); err != nil {
-		t.Fatalf("single crawl: %v\n%s", err, se.String())
-	}
-	singleReqs := web.Requests()
 	dirs := []string{filepath.Join(tmp, "a"), filepath.Join(tmp, "b"), filepath.Join(tmp, "c")}
 	start := func(dir string) (*exec.Cmd, *bytes.Buffer) {
 		var log bytes.Buffer
@@ -298,7 +442,7 @@ func killedWorkerCrawl(t *testing.T, redisURL string) {
 	// b joins and takes its share, then a is killed mid-crawl.
 	a, _ := start(dirs[0])
 	deadline := time.Now().Add(2 * time.Minute)
-	for len(web.Requests()) < len(singleReqs)+300 && time.Now().Before(deadline) {
+	for len(web.Requests()) < 300 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	b, logB := start(dirs[1])
@@ -307,7 +451,7 @@ func killedWorkerCrawl(t *testing.T, redisURL string) {
 		t.Fatal(err)
 	}
 	a.Wait()
-	killedAt := len(web.Requests()) - len(singleReqs)
+	killedAt := len(web.Requests())
 	time.Sleep(2 * time.Second)
 	c, logC := start(dirs[2])
 	done := make(chan error, 2)
@@ -325,18 +469,9 @@ func killedWorkerCrawl(t *testing.T, redisURL string) {
 			t.Fatalf("workers did not finish\nb:\n%s\nc:\n%s", logB, logC)
 		}
 	}
-	reqs := web.Requests()[len(singleReqs):]
-	pages := func(rs []loopweb.Request) int {
-		n := 0
-		for _, r := range rs {
-			if r.Path != "/robots.txt" {
-				n++
-			}
-		}
-		return n
-	}
-	extra := pages(reqs) - pages(singleReqs)
-	t.Logf("killed after %d requests; one process %d page requests, the workers %d (%d above)", killedAt, pages(singleReqs), pages(reqs), extra)
+	reqs := web.Requests()
+	extra := pageRequestCount(reqs) - pageRequestCount(ref.requests)
+	t.Logf("killed after %d requests; one process %d page requests, the workers %d (%d above)", killedAt, pageRequestCount(ref.requests), pageRequestCount(reqs), extra)
 	const inFlight = 4 // --workers of the killed process
 	if extra > inFlight {
 		t.Errorf("%d page requests above one process's crawl, more than the %d the killed worker could have in flight", extra, inFlight)
@@ -357,8 +492,8 @@ func killedWorkerCrawl(t *testing.T, redisURL string) {
 	if n > inFlight {
 		t.Errorf("%d URLs requested more than once, more than the %d in flight at the kill", n, inFlight)
 	}
-	sr, mr := mergedReportOf(t, single), mergedReportOf(t, dirs...)
-	choices := sameContent(t, uniqueContent(t, single), uniqueContent(t, dirs...), &sr, &mr)
+	sr, mr := ref.report(t, web), mergedReportOf(t, dirs...)
+	choices := sameContent(t, ref.uniqueContent(web), uniqueContent(t, dirs...), &sr, &mr)
 	t.Logf("duplicate pairs that kept the other copy: %d; classes: one process %v, workers %v", choices, sr.Stats.ByClass, mr.Stats.ByClass)
 	compareClasses(t, sr.Stats.ByClass, mr.Stats.ByClass)
 }
