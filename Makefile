@@ -49,14 +49,12 @@ test-race:
 
 # The end-to-end tier: -tags e2e, without -short, over every package (the
 # fast tests run again too, without the race detector: a few bounds hold
-# only without it), and every benchmark once in the same test binaries
-# after their package's tests (bench-smoke): the other packages' tests and
-# benchmarks fill the second core while cmd/crawler's crawls are the tail.
-# Its output is what go test prints (each package's line, every failing
-# test's whole output, the benchmarks' results), then the slowest tests
-# (internal/testsummary).
+# only without it; the pure packages' tests fill the second core while
+# cmd/crawler's crawls are the tail). Its output is what go test prints
+# (each package's line, every failing test's whole output), then the
+# slowest tests (internal/testsummary).
 test-e2e:
-	$(WITH_TEST_ENV) bash -o pipefail -c '$(GO) test -tags e2e -json -count=1 -timeout 45m -bench . -benchtime 1x $(PKGS) | $(GO) run ./internal/testsummary -top 40'
+	$(WITH_TEST_ENV) bash -o pipefail -c '$(GO) test -tags e2e -json -count=1 -timeout 45m $(PKGS) | $(GO) run ./internal/testsummary -top 40'
 
 # The soak tier: measurements at millions of URLs that take minutes of both
 # cores (the crawler's memory against a 3-million-URL frontier). Memory
@@ -72,9 +70,12 @@ flake:
 fuzz-smoke:
 	bash scripts/fuzz-smoke.sh
 
-# Every benchmark once, without the tests (test-e2e runs them after its tests).
+# Every benchmark once, after the end-to-end tier (not beside it: its load
+# would stretch the waits of the stalled-worker and kill tests); each
+# package in a go test of its own, two at a time (scripts/bench-smoke.sh:
+# one go test runs benchmarks one package after another).
 bench-smoke:
-	$(GO) test -tags e2e -count=1 -run '^$$' -bench . -benchtime 1x $(PKGS)
+	@GO="$(GO)" bash scripts/bench-smoke.sh
 
 # Other platforms: the module's packages type-check as they build there
 # (internal/crosscheck, from source, the dependencies' declarations

@@ -91,7 +91,11 @@ func BenchmarkBandStage(b *testing.B) {
 			}
 			fill := rand.New(rand.NewPCG(23, 24))
 			n := len(arm.keys(0, nil))
-			for slot := range uint32(1 << 20) {
+			pages := uint32(1 << 20)
+			if smokeRun() {
+				pages = smokePages
+			}
+			for slot := range pages {
 				for range n {
 					pd.super.insert(fill.Uint64(), slot)
 				}

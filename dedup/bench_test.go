@@ -115,7 +115,11 @@ var superFixture = sync.OnceValue(func() *Detector {
 	d, _ := New(DefaultOptions())
 	rng := rand.New(rand.NewPCG(3, 4))
 	super := make([]uint64, 6)
-	for slot := range uint32(1 << 20) {
+	n := uint32(1 << 20)
+	if smokeRun() {
+		n = smokePages
+	}
+	for slot := range n {
 		for i := range super {
 			super[i] = rng.Uint64()
 		}
@@ -260,6 +264,9 @@ func BenchmarkSimhashSearch(b *testing.B) {
 	if os.Getenv("HORSESHOE_BENCH_10M") == "1" {
 		sizes = append(sizes, 10<<20)
 	}
+	if smokeRun() {
+		sizes = []int{smokePages}
+	}
 	psm := func(budget int) func() SimhashIndex {
 		return func() SimhashIndex { return NewPSM(budget, DefaultPSMSigma) }
 	}
@@ -369,6 +376,9 @@ func BenchmarkSimhashSearchCold(b *testing.B) {
 	n := 1 << 20
 	if os.Getenv("HORSESHOE_BENCH_10M") == "1" {
 		n = 10 << 20
+	}
+	if smokeRun() {
+		n = smokePages
 	}
 	w := simhashFixtureQ(n, n/10)
 	for _, ix := range []struct {
@@ -537,7 +547,11 @@ func detectorPageFixture(b *testing.B, o Options) *Detector {
 		b.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(7, 8))
-	for id := range uint64(100_000) {
+	n := uint64(100_000)
+	if smokeRun() {
+		n = smokePages
+	}
+	for id := range n {
 		sig := &Signature{Exact: rng.Uint64(), Words: 1000, Sketch: make([]uint64, o.Samples), Super: make([]uint64, d.filter.K), Simhash: rng.Uint64()}
 		for i := range sig.Sketch {
 			sig.Sketch[i] = rng.Uint64()

@@ -138,6 +138,10 @@ func BenchmarkIndexGrowth(b *testing.B) {
 	}
 }
 
+// smokePages is the index size of the benchmarks that measure at a million
+// pages, under make bench-smoke (smokeRun): enough to run every path.
+const smokePages = 1 << 14
+
 // smokeRun reports whether the benchmarks run once each (-benchtime 1x, as
 // make bench-smoke does).
 func smokeRun() bool {

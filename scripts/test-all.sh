@@ -5,7 +5,7 @@
 #
 #   race:    the fast tier under the race detector
 #   checks:  vet, gofmt
-#   e2e:     the end-to-end tier, with a smoke run of every benchmark
+#   e2e:     the end-to-end tier, then a smoke run of every benchmark
 #   static:  staticcheck, other platforms
 #
 # One step at a time: the end-to-end tier alone nearly fills both cores of a
@@ -65,7 +65,7 @@ start=$(date +%s)
 fail=0
 chain race test-race || fail=1
 chain checks vet fmt || fail=1
-chain e2e test-e2e || fail=1
+chain e2e test-e2e bench-smoke || fail=1
 chain static staticcheck cross || fail=1
 
 tick=$(getconf CLK_TCK 2>/dev/null || echo 100)

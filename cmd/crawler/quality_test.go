@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -592,31 +593,27 @@ func insidePrefix(u string, seeds []string) bool {
 	return false
 }
 
-// urlMapper returns a function rewriting URLs of from's hosts to the same
-// paths on to's hosts (same IP, other port).
+// urlMapper returns a function rewriting URLs of from's hosts (or every
+// host:port of them in a text, a report's JSON) to the same paths on to's
+// hosts (same IP, other port). from may be closed.
 func urlMapper(from, to *loopweb.Web) func(string) string {
-	bases := map[string]string{}
+	hostPorts := map[string]string{}
 	for _, ip := range from.Hosts() {
-		bases[from.BaseURL(ip)] = to.BaseURL(ip)
+		hostPorts[strings.TrimPrefix(from.BaseURL(ip), "http://")] = strings.TrimPrefix(to.BaseURL(ip), "http://")
 	}
-	return func(u string) string {
-		if u == "" {
-			return u
-		}
-		i := strings.Index(u, "://")
-		if i < 0 {
-			return u
-		}
-		end := len(u)
-		if j := strings.IndexAny(u[i+3:], "/?#"); j >= 0 {
-			end = i + 3 + j
-		}
-		if b, ok := bases[u[:end]]; ok {
-			return b + u[end:]
-		}
-		return u
+	return func(s string) string {
+		return loopbackHostPort.ReplaceAllStringFunc(s, func(hp string) string {
+			if x, ok := hostPorts[hp]; ok {
+				return x
+			}
+			return hp
+		})
 	}
 }
+
+// loopbackHostPort matches a loopback host:port in a URL or in a report's
+// JSON.
+var loopbackHostPort = regexp.MustCompile(`127\.0\.0\.[0-9]+:[0-9]+`)
 
 // loadCrawl reads a closed crawl store: every record, and the shingle set of
 // every fetched HTML page with words (only of those whose URL needSet accepts,

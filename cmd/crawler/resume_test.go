@@ -72,16 +72,18 @@ func requestCounts(reqs []loopweb.Request) map[string]int {
 	return m
 }
 
-// TestCrashSafeResume crawls the real corpus once uninterrupted (the
-// reference), then the same crawl killed with SIGKILL at random moments
+// TestCrashSafeResume takes the real corpus crawled once uninterrupted (the
+// reference: crawlCorpus, the same arguments on a web of its own), crawls it
+// again killed with SIGKILL at random moments
 // (HORSESHOE_SEED) and resumed until it finishes, and checks invariants
 // that every correct pair of crawls meets, whatever the order of fetching:
 //
 //   - no record made before a kill is lost, and none changes except a skip
 //     released later (by the lease-time repair or the skip audit) and then
 //     fetched;
-//   - no URL is requested twice by the reference, and by the killed crawl
-//     at most once more per request in flight at a kill (workers per kill);
+//   - no URL is requested twice by the reference
+//     (TestCorpusEveryseedFetchedAndNoURLTwice), and by the killed crawl at
+//     most once more per request in flight at a kill (workers per kill);
 //   - no content is lost: every page the reference kept is kept by the
 //     resumed crawl or represented there by a kept page at exact Jaccard >=
 //     resumeJaccard, except through a skip (a mirror's or a duplicate
@@ -123,28 +125,17 @@ func TestCrashSafeResume(t *testing.T) {
 		return append([]string{"crawl", "--data", data, "--delay", "0", "--workers", fmt.Sprint(workers)}, seeds...)
 	}
 
-	// The reference: one uninterrupted crawl. It requests nothing twice.
-	refData := filepath.Join(t.TempDir(), "ref")
-	start := time.Now()
-	code, _, refErr := exitOf(t, bin, crawlArgs(refData)...)
-	if code != 0 {
-		t.Fatalf("reference crawl: exit %d: %s", code, refErr)
-	}
-	refTime := time.Since(start)
-	for k, n := range requestCounts(web.Requests()) {
-		if n > 1 {
-			t.Errorf("reference crawl requested %s %d times", k, n)
-		}
-	}
-	ref := reportOf(t, bin, refData)
-	t.Logf("reference: %s, %d pages, %d requests, classes %v; skips released by the audit: %d",
-		refTime.Round(time.Millisecond), ref.Stats.Pages, ref.Stats.Requests, ref.Stats.ByClass, auditReleased(refErr))
+	// The reference: one uninterrupted crawl with the same arguments, on
+	// the corpus web of crawlCorpus (its URLs mapped to this test's web).
+	c := crawlCorpus(t)
+	refData := c.data
+	t.Logf("reference: %s, %d pages, %d requests, classes %v",
+		c.elapsed.Round(time.Millisecond), c.report.Stats.Pages, c.report.Stats.Requests, c.report.Stats.ByClass)
 
 	// The same crawl, killed with SIGKILL at moments drawn from the seed,
 	// then resumed.
 	rng := rand.New(rand.NewPCG(seed, 7))
 	data := filepath.Join(t.TempDir(), "killed")
-	logStart := len(web.Requests())
 	kills := 0
 	before := map[string]resumeRecord{} // every record seen after a kill, by URL
 	for i := range runs {
@@ -224,7 +215,7 @@ func TestCrashSafeResume(t *testing.T) {
 	// whose page was not committed when the process died is made again.
 	again := 0
 	var twice []string
-	for k, n := range requestCounts(web.Requests()[logStart:]) {
+	for k, n := range requestCounts(web.Requests()) {
 		if n > 1 {
 			again += n - 1
 			twice = append(twice, fmt.Sprintf("%s x%d", k, n))
@@ -247,7 +238,7 @@ func TestCrashSafeResume(t *testing.T) {
 		}
 	}
 
-	checkNoContentLost(t, refData, data)
+	checkNoContentLost(t, refData, urlMapper(c.web, web), data)
 }
 
 // resumeJaccard is the exact Jaccard at which a kept page represents a page
@@ -265,14 +256,14 @@ func TestCrashSafeResume(t *testing.T) {
 const resumeJaccard = 0.90 - 1e-9
 
 // checkNoContentLost checks that every page the reference crawl in refData
-// kept is kept by the crawl in data or represented there by a kept page at
+// (its URLs mapped by toWeb to those of the crawl in data) kept is kept by the crawl in data or represented there by a kept page at
 // exact Jaccard >= resumeJaccard; pages lost through a skip (a mirror's or a
 // duplicate link's: its content is not compared at crawl time) are held to
 // the content-loss bound of any single crawl of the corpus, maxLostFraction
 // (TestCorpusQuality). Pages are matched by URL and identical shingle set
 // first, then through the duplicate's named original, and only the rest by a
 // search of the kept pages' shingle index.
-func checkNoContentLost(t *testing.T, refData, data string) {
+func checkNoContentLost(t *testing.T, refData string, toWeb func(string) string, data string) {
 	t.Helper()
 	det, err := dedup.New(crawl.DedupOptions(configs.Default().Dedup))
 	if err != nil {
@@ -284,7 +275,7 @@ func checkNoContentLost(t *testing.T, refData, data string) {
 		t.Fatalf("resumed crawl's store: %v", err)
 	}
 	kept := newKeptSets(gotRecs)
-	ref, err := loadCrawl(refData, det, identity, func(u string) bool { _, ok := kept.at[u]; return !ok })
+	ref, err := loadCrawl(refData, det, toWeb, func(u string) bool { _, ok := kept.at[u]; return !ok })
 	if err != nil {
 		t.Fatalf("reference store: %v", err)
 	}

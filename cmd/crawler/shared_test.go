@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -78,7 +77,7 @@ const sharedConfig = "mirror:\n  enabled: false\ncrawl:\n  skip_duplicate_links:
 // workers crawled.
 type sharedReference struct {
 	dir      string            // its data dir, under refDir
-	base     map[string]string // IP -> host:port its web served
+	web      *loopweb.Web      // the web it crawled, closed
 	requests []loopweb.Request // its web's log
 	took     time.Duration
 	err      error
@@ -110,15 +109,12 @@ func singleSubsetCrawl(t *testing.T) *sharedReference {
 			return
 		}
 		defer web.Close()
+		r.web = web
 		var seeds []string
-		r.base = map[string]string{}
 		for _, m := range manifest {
 			if sharedSubset[m.Host] {
 				seeds = append(seeds, web.URL(m.Host, m.Prefix))
 			}
-		}
-		for _, ip := range web.Hosts() {
-			r.base[ip] = strings.TrimPrefix(web.BaseURL(ip), "http://")
 		}
 		if refDir, err = os.MkdirTemp("", "horseshoe-ref-"); err != nil {
 			r.err = err
@@ -146,24 +142,6 @@ func singleSubsetCrawl(t *testing.T) *sharedReference {
 	return &sharedRef
 }
 
-// hostPort matches a loopback host:port in a URL or a report.
-var hostPort = regexp.MustCompile(`127\.0\.0\.[0-9]+:[0-9]+`)
-
-// onWeb returns s with each host:port of r's web replaced by the same IP's
-// on web.
-func (r *sharedReference) onWeb(web *loopweb.Web, s string) string {
-	to := map[string]string{}
-	for ip, hp := range r.base {
-		to[hp] = strings.TrimPrefix(web.BaseURL(ip), "http://")
-	}
-	return hostPort.ReplaceAllStringFunc(s, func(hp string) string {
-		if x, ok := to[hp]; ok {
-			return x
-		}
-		return hp
-	})
-}
-
 // report is the reference's report, its URLs on web.
 func (r *sharedReference) report(t *testing.T, web *loopweb.Web) report.Data {
 	t.Helper()
@@ -172,7 +150,7 @@ func (r *sharedReference) report(t *testing.T, web *loopweb.Web) report.Data {
 		t.Fatal(err)
 	}
 	var d report.Data
-	if err := json.Unmarshal([]byte(r.onWeb(web, string(b))), &d); err != nil {
+	if err := json.Unmarshal([]byte(urlMapper(r.web, web)(string(b))), &d); err != nil {
 		t.Fatal(err)
 	}
 	return d
@@ -182,9 +160,10 @@ func (r *sharedReference) report(t *testing.T, web *loopweb.Web) report.Data {
 // on web.
 func (r *sharedReference) uniqueContent(web *loopweb.Web) map[string][]string {
 	m := make(map[string][]string, len(r.content))
+	onWeb := urlMapper(r.web, web)
 	for sha, us := range r.content {
 		for _, u := range us {
-			m[sha] = append(m[sha], r.onWeb(web, u))
+			m[sha] = append(m[sha], onWeb(u))
 		}
 	}
 	return m
