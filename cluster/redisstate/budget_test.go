@@ -133,6 +133,7 @@ func pagesOf(ls []lease) (pages int, byHost map[string]int) {
 // A worker that joins afterwards, and one started with the same budget on a
 // resumed crawl, lease nothing.
 func TestPageBudgetCrawlWide(t *testing.T) {
+	t.Parallel()
 	srv, c := open(t, Options{Partitions: 16, Capacity: 10_000}, redistest.Options{})
 	ctx := context.Background()
 	var urls []string
@@ -186,6 +187,7 @@ func TestPageBudgetCrawlWide(t *testing.T) {
 // leaves midway (its partitions move): every host gets exactly 3 pages, and
 // the crawl ends with the rest still queued.
 func TestHostBudgetCrawlWide(t *testing.T) {
+	t.Parallel()
 	srv, c := open(t, Options{Partitions: 8, Capacity: 10_000}, redistest.Options{})
 	ctx := context.Background()
 	var urls []string

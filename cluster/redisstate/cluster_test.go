@@ -18,6 +18,7 @@ import (
 // tags keep every script's keys in one slot (Redis refuses a script whose
 // keys span slots: CROSSSLOT), and the partitions spread over the nodes.
 func TestRedisCluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	ctx := context.Background()
 	rdb := cl.Client(t)

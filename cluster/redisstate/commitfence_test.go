@@ -135,6 +135,7 @@ func commitFence(t *testing.T, c *Crawl, st *Store, name string, stale bool,
 
 // TestCommitFence: the scenario on one redis-server, each way.
 func TestCommitFence(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})
 	for _, w := range commitFenceWays {
 		for _, stale := range []bool{true, false} {
@@ -149,6 +150,7 @@ func TestCommitFence(t *testing.T) {
 // TestCommitFenceCluster: the scenario on a Cluster of three masters (the
 // Store's split commit, a Batch's second round trip).
 func TestCommitFenceCluster(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a Redis Cluster")
 	}

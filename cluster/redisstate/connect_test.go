@@ -15,6 +15,7 @@ import (
 // its rediss:// URL; a wrong password and an untrusted certificate are clear
 // errors that do not show the password.
 func TestConnectPasswordTLS(t *testing.T) {
+	t.Parallel()
 	const secret = "s3cret-pw"
 	srv := redistest.Start(t, redistest.Options{Password: secret, TLS: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -60,6 +61,7 @@ func TestConnectPasswordTLS(t *testing.T) {
 // minute at least, which only a hang reaches otherwise (it checked the
 // command took under 1 s).
 func TestHungRedisBoundedByContext(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	ctx := context.Background()
 	const readTimeout = time.Minute

@@ -21,6 +21,7 @@ import (
 // again under a new epoch (whose acquire requeued the item, popped again
 // since): the release of the stale item then leaves the new pop in flight.
 func TestCheckLeaseFence(t *testing.T) {
+	t.Parallel()
 	_, c := open(t, Options{Partitions: 2, Capacity: 1000}, redistest.Options{})
 	ctx := context.Background()
 	const host = "a.example"
@@ -120,6 +121,7 @@ func TestCheckLeaseFence(t *testing.T) {
 // a minute for the first, so that a slow restart on a loaded machine stays
 // within it, and one of 6 s for the second, bounded only against a hang.
 func TestCheckLeaseRedisUnavailable(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})
 	ctx := context.Background()
 	// leased joins crawl name with the TTL and leases its one item.

@@ -18,6 +18,7 @@ import (
 // page); a host whose last item was popped is tried once more, found empty
 // and dropped, not tried again on every Next until the next refresh.
 func TestFrontierPushAndEmptyHosts(t *testing.T) {
+	t.Parallel()
 	srv, c := open(t, Options{Partitions: 2, Capacity: 10_000}, redistest.Options{})
 	ctx := context.Background()
 	if _, err := c.Enqueue(ctx, c.NewIDs(), items("http://a.example/1")); err != nil {

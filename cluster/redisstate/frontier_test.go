@@ -99,6 +99,7 @@ func crawlWorkers(t *testing.T, srv *redistest.Server, workers int, delay, fetch
 // empty ones (12 hosts filled 9 of 16) a worker could hold only empty ones
 // and rightly take no part (2 runs in 15 under load).
 func TestFrontierWorkersShareCrawl(t *testing.T) {
+	t.Parallel()
 	srv, c := open(t, Options{Partitions: 16, Capacity: 10_000}, redistest.Options{})
 	ctx := context.Background()
 	var urls []string
@@ -160,6 +161,7 @@ func checkCrawl(t *testing.T, reqs []request, urls []string, delay time.Duration
 // A worker dies holding a lease in the middle of a fetch: the others finish
 // the crawl; every URL is fetched, the one it held once more at most.
 func TestFrontierWorkerDiesMidFetch(t *testing.T) {
+	t.Parallel()
 	srv, c := open(t, Options{Partitions: 8, Capacity: 10_000}, redistest.Options{})
 	ctx := context.Background()
 	var urls []string
@@ -190,6 +192,7 @@ func TestFrontierWorkerDiesMidFetch(t *testing.T) {
 // twice. The stop comes after the 10th request, not after a sleep: a loaded
 // machine made the crawl finish before a timed stop, or start after it.
 func TestFrontierRedisRestart(t *testing.T) {
+	t.Parallel()
 	srv, c := open(t, Options{Partitions: 8, Capacity: 10_000}, redistest.Options{})
 	ctx := context.Background()
 	var urls []string
@@ -283,6 +286,7 @@ func (h *cmdCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // makes Frontier.Stats say so within its bound, not report an empty queue
 // (which ended a crawl as complete).
 func TestFrontierStatsQueued(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	ctx := context.Background()
 	rdb, err := Connect(ctx, srv.URL(), nil)
@@ -386,6 +390,7 @@ func TestFrontierStatsQueued(t *testing.T) {
 // politeness gap, as its release would have; a hold released or taken again
 // since it was read is left alone.
 func TestGoneWorkersIPHoldEnds(t *testing.T) {
+	t.Parallel()
 	srv, c1 := open(t, Options{Partitions: 2, Capacity: 1000}, redistest.Options{})
 	c2 := openOn(t, srv, Options{})
 	ctx := context.Background()

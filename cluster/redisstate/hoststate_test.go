@@ -23,6 +23,7 @@ import (
 // (no queue, no host set entry, nothing in flight). The other hosts are
 // crawled to the end.
 func TestHostGiveUpCrawlWide(t *testing.T) {
+	t.Parallel()
 	srv, c := open(t, Options{Partitions: 8, Capacity: 10_000}, redistest.Options{})
 	ctx := context.Background()
 	var urls []string

@@ -37,6 +37,7 @@ func variant(r *rand.Rand, base []string, k int) []string {
 // presets, with the band stage (the default) and without. The local detector runs without its simhash index (the shared
 // index does not share it).
 func TestIndexDecidesAsDetector(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	ctx := context.Background()
 	for _, preset := range []string{dedup.PresetAltaVista, dedup.PresetBing} {
@@ -114,6 +115,7 @@ func TestIndexDecidesAsDetector(t *testing.T) {
 // changed: J about 0.97, settled exactly), through the seam's shape: one is
 // unique, the other its duplicate.
 func TestIndexRace(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	ctx := context.Background()
 	opt := dedup.Options{Simhash: false}

@@ -18,6 +18,12 @@ import (
 )
 
 // TestMain lets the test binary run as a worker process (killWorker).
+//
+// The package's tests run in parallel: each starts a redis-server of its
+// own (or needs none), and most of their time is spent waiting on leases,
+// timeouts and restarts. Serial are TestMirrorLogTrimmed, which sets
+// MirrorLogCap (the serial tests end before a parallel one starts), and the
+// memory measurements TestBandKeysMemory and TestMemoryPerItem.
 func TestMain(m *testing.M) {
 	if addr := os.Getenv("REDISSTATE_TEST_WORKER"); addr != "" {
 		killWorker(addr)
@@ -65,6 +71,7 @@ func killWorker(addr string) {
 // and the test makes the killed worker's run out (expireWorker), as its TTL
 // would, once the process is dead.
 func TestKill9WorkerProcess(t *testing.T) {
+	t.Parallel()
 	srv, c := open(t, Options{Partitions: 4, Capacity: 1000}, redistest.Options{})
 	ctx := context.Background()
 	urls := []string{"http://a.example/1", "http://a.example/2", "http://b.example/1"}

@@ -103,6 +103,7 @@ func (lc *lostCrawl) fullest(t *testing.T) (host, key string) {
 // each of them ended the crawl as finished, or (a queue of the wrong type)
 // ended the worker goroutines silently.
 func TestLostStateIsNotDone(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		// damage damages the state and returns what the error must name.
@@ -196,6 +197,7 @@ func TestLostStateIsNotDone(t *testing.T) {
 // gone while the crawl's other keys remain is refused with an error naming
 // them, instead of making a fresh layout over what is left of the old one.
 func TestLostMetaRefusesOpen(t *testing.T) {
+	t.Parallel()
 	lc := newLostCrawl(t)
 	ctx := context.Background()
 	lc.c.rdb.Del(ctx, lc.c.metaKey())
@@ -214,6 +216,7 @@ func TestLostMetaRefusesOpen(t *testing.T) {
 // it is removed a worker finishes the crawl: every URL fetched. Before, the
 // error ended the engine's worker goroutines as a finished crawl.
 func TestGarbageQueueItemReported(t *testing.T) {
+	t.Parallel()
 	lc := newLostCrawl(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // only a hang reaches it
 	defer cancel()
@@ -244,6 +247,7 @@ func TestGarbageQueueItemReported(t *testing.T) {
 // (its partitions' markers are checked first), instead of writing its links
 // into the empty server as a new crawl's first queue.
 func TestStoreCommitOnLostState(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	c, s := storeOn(t, srv, "lc", nil)
 	pageTx(t, s, 1, linksOf("before", 3))
@@ -278,6 +282,7 @@ func TestStoreCommitOnLostState(t *testing.T) {
 // the generation it was crawled under, and a new dir under the new one. A
 // crawl of another name refuses the dir (issue 27: it was reused silently).
 func TestDataDirOfLostCrawlRefused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	c := openOn(t, srv, Options{Partitions: 4, Capacity: 1000})

@@ -24,6 +24,7 @@ var errPageFailed = errors.New("page failed")
 // appends nothing and one run again after a conflict appends once. Replay
 // gives the same order. The lag from the append to a follower is measured.
 func TestMirrorLogOrderAndLag(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -58,6 +58,7 @@ func (h *singleReads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // mark, its alias claims and sample hint, and the copies waiting on it, one
 // round trip each.
 func TestEngineCommitReadsPrefetched(t *testing.T) {
+	t.Parallel()
 	const pages = 60
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		i := -1
@@ -127,6 +128,7 @@ func TestEngineCommitReadsPrefetched(t *testing.T) {
 // the transaction again, which finds it gone (of two takers, one gets it);
 // dependents read in the prefetch show the transaction's own writes.
 func TestPrefetchPageChecked(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})
 	h := &roundTrips{}
 	_, a := storeOn(t, srv, "pp", h)

@@ -49,6 +49,7 @@ func queuesInRedis(t *testing.T, c *Crawl) (queued int64, missing []string) {
 // no command per host (no LLEN: without the counts it ran one a host).
 // Every host with a queued item is in its partition's host set.
 func TestQueueCountsExact(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	c := openOn(t, srv, Options{Partitions: 8, Capacity: 100_000})
 	ctx := context.Background()
@@ -189,6 +190,7 @@ func commandCalls(t *testing.T, c *Crawl, cmd string) int64 {
 // A crawl created by a build of layout 1 (no counts) is still opened, and
 // its queue counted host by host; an unknown layout is refused.
 func TestQueueCountsLayout1(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	c := openOn(t, srv, Options{Partitions: 4, Capacity: 10_000})
 	ctx := context.Background()

@@ -71,6 +71,7 @@ func lostState(t *testing.T, rdb redis.UniversalClient, c *Crawl, host string) (
 // reconciles once Redis answers: the crawl then finishes at once, every URL
 // leased exactly once after the stall, nothing left in flight or held.
 func TestLostPopReplyReconciled(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})
 	c, _, f := lostReplyCrawl(t, srv)
 	ctx := context.Background()
@@ -156,6 +157,7 @@ func TestLostPopReplyReconciled(t *testing.T) {
 // them again: the requeued item is leased once more, the finished one not,
 // and the crawl finishes.
 func TestLostPutBackAndEndRedone(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})
 	c, _, f := lostReplyCrawl(t, srv)
 	ctx := context.Background()
@@ -224,6 +226,7 @@ func TestLostPutBackAndEndRedone(t *testing.T) {
 // check for the end of the crawl) and requeues it: the crawl finishes with
 // every URL leased once.
 func TestLateOrphanRequeuedWhenIdle(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})
 	c, m, f := lostReplyCrawl(t, srv)
 	ctx := context.Background()
@@ -271,6 +274,7 @@ func TestLateOrphanRequeuedWhenIdle(t *testing.T) {
 // TestUncertainOutcome: only an error that is not Redis's reply leaves open
 // whether a command ran.
 func TestUncertainOutcome(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})
 	ctx := context.Background()
 	rdb := srv.Client(t)

@@ -115,6 +115,7 @@ func bgsave(rdb *redis.Client, want string) error {
 // ended the crawl with an error, and the end of its item's lease went on
 // without a record (under OOM, lost at once: the end deletes only).
 func TestStopWhileRedisRefuses(t *testing.T) {
+	t.Parallel()
 	for _, path := range []string{"check-and-add", "id-refill"} {
 		for _, r := range refusals {
 			t.Run(path+"/"+r.name, func(t *testing.T) { stopWhileRefused(t, path, r) })

@@ -20,6 +20,7 @@ import (
 // add 2,000 pages: it gets every page once, in order, and the lag from the
 // add (Redis's clock) to the replica is measured.
 func TestSimhashReplicaLag(t *testing.T) {
+	t.Parallel()
 	srv, c := open(t, Options{Pages: 10_000}, redistest.Options{NoPersistence: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -99,6 +100,7 @@ func TestSimhashReplicaLag(t *testing.T) {
 // A replica that falls behind the stream's cap is told so (ErrReplicaGap) and
 // rebuilds from the page records.
 func TestSimhashReplicaGap(t *testing.T) {
+	t.Parallel()
 	_, c := open(t, Options{Pages: 10_000}, redistest.Options{NoPersistence: true})
 	ctx := context.Background()
 	const n = 1000

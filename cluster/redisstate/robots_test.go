@@ -67,6 +67,7 @@ func robotsOf(t *testing.T, c *Crawl, m *Member) *fetch.RobotsCache {
 // paces the fair share and the takeover): a heartbeat descheduled past a
 // TTL of 600 ms moved a lease, and its hosts' robots.txt was fetched again.
 func TestRobotsStoreOncePerHostAndLease(t *testing.T) {
+	t.Parallel()
 	srv, c := open(t, Options{Partitions: 8}, redistest.Options{NoPersistence: true})
 	ctx := context.Background()
 	o := MemberOptions{TTL: time.Minute, Heartbeat: 200 * time.Millisecond}

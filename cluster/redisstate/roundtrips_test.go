@@ -42,6 +42,7 @@ func tokens(seed, n int) []string {
 // and the check-and-add each alone). The release went (another worker
 // reserves the IP at once: delay 0) and the page is in the index.
 func TestRoundTripsPerPageStore(t *testing.T) {
+	t.Parallel()
 	srv, c := open(t, Options{Partitions: 2, Capacity: 10_000}, redistest.Options{})
 	ctx := context.Background()
 	if _, err := c.Enqueue(ctx, c.NewIDs(), items("http://a.example/")); err != nil {
@@ -146,6 +147,7 @@ func TestRoundTripsPerPageStore(t *testing.T) {
 // lost its scripts (SCRIPT FLUSH, as a restart does) the first round goes
 // alone and decides the same.
 func TestCheckAndAddPrefetchDecides(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})
 	ca, a := storeOn(t, srv, "pfdec", nil)
 	_, b := storeOn(t, srv, "pfdec", nil)
@@ -218,6 +220,7 @@ func TestCheckAndAddPrefetchDecides(t *testing.T) {
 // (the gap from the send is 5 minutes longer), at least that less the time
 // the test took since before Release.
 func TestKeptReleaseHoldsTheGap(t *testing.T) {
+	t.Parallel()
 	srv, c := open(t, Options{Partitions: 2, Capacity: 10_000}, redistest.Options{})
 	ctx := context.Background()
 	if _, err := c.Enqueue(ctx, c.NewIDs(), items("http://a.example/1", "http://a.example/2")); err != nil {
@@ -308,6 +311,7 @@ func keptAgo(f *Frontier, it *frontier.Item, d time.Duration) {
 // the next item between a Release and its Finish, and that pop's round trip
 // must carry the release.
 func TestKeptReleasesPoliteAcrossWorkers(t *testing.T) {
+	t.Parallel()
 	srv, c := open(t, Options{Partitions: 8, Capacity: 10_000}, redistest.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -483,6 +487,7 @@ func (h *scriptTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // alone). A page then costs 4 round trips (pop, lease check, prefetch,
 // commit); before session 13, 6.
 func TestEngineRoundTripsPerPage(t *testing.T) {
+	t.Parallel()
 	const pages = 60
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		i := -1

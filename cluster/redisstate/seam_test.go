@@ -29,6 +29,7 @@ var crawlNo atomic.Int64
 // the Redis Store, Index and Frontier on a real redis-server: each test a
 // crawl of its own on one server, one worker with its own Badger data dir.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})
 	storetest.Run(t, func(t *testing.T) storetest.Stores {
 		ctx := context.Background()
@@ -152,6 +153,7 @@ func linksOf(prefix string, n int) []string {
 // commit in one script call) whether it has 1 link or 200 (ids come in
 // blocks of 1,024: warmed first).
 func TestStoreRoundTripsPerPage(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})
 	h := &roundTrips{}
 	_, s := storeOn(t, srv, "rt", h)
@@ -175,6 +177,7 @@ func TestStoreRoundTripsPerPage(t *testing.T) {
 // read and its commit is not queued twice: the commit's check fails, the
 // transaction runs again and finds it marked.
 func TestStoreMarkRace(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})
 	_, a := storeOn(t, srv, "race", nil)
 	_, b := storeOn(t, srv, "race", nil)
@@ -207,6 +210,7 @@ func TestStoreMarkRace(t *testing.T) {
 // crawl.ErrElsewhere (settlement falls back to the sketch rule, quietly);
 // its record reads as the summary that worker left in Redis.
 func TestStoreTextElsewhere(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})
 	_, a := storeOn(t, srv, "else", nil)
 	_, b := storeOn(t, srv, "else", nil)
@@ -234,6 +238,7 @@ func TestStoreTextElsewhere(t *testing.T) {
 // Redis gone pauses (and says why) until Redis is back, then commits whole:
 // its links are marked and queued, nothing lost.
 func TestStorePausesWhileRedisIsDown(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})
 	c, s := storeOn(t, srv, "down", nil)
 	logs := &pauseLog{paused: make(chan struct{})}
@@ -337,6 +342,7 @@ func (l *pauseLog) String() string {
 // what GetEvidence read and runs the transaction again when another worker
 // changed it), and the record written once is written once.
 func TestStoreEvidenceReadChecked(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})
 	const workers, each = 4, 25
 	stores := make([]*Store, workers)
@@ -402,6 +408,7 @@ func TestStoreEvidenceReadChecked(t *testing.T) {
 // would have ended is not ended by Finish, even once Redis takes writes
 // again: the item stays in flight, and the partition's next holder gets it.
 func TestStoreGivesUpAtStop(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{})
 	c, st := storeOn(t, srv, "stop", nil)
 	ctx := context.Background()

@@ -82,6 +82,7 @@ func queued(t *testing.T, c *Crawl, host string) []string {
 // fn's rerun finds both; a conflict caught by the first check writes
 // nothing.
 func TestSlotCommitConflict(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, st := clusterStore(t, "s", nil)
 	ev := c.evidenceKey("m")
@@ -154,6 +155,7 @@ func TestSlotCommitConflict(t *testing.T) {
 // the evidence taken, then the other writes, the end of the lease last and
 // alone.
 func TestSlotCommitOrder(t *testing.T) {
+	t.Parallel()
 	ops := []txOp{
 		{code: 'E', key: "hs:{c/p1}:f", field: "raw", value: "1"},
 		{code: 'N', key: "hs:{c/p1}:s:0", field: "x", value: "1"},
@@ -188,6 +190,7 @@ func TestSlotCommitOrder(t *testing.T) {
 // commit, the links' groups with the hints' checks, the page's record),
 // whether it has 1 link or 200 on many nodes.
 func TestSlotCommitRoundTrips(t *testing.T) {
+	t.Parallel()
 	h := &roundTrips{}
 	_, s := clusterStore(t, "rt", h)
 	pageTx(t, s, 1, linksOf("warm", 1))
@@ -207,6 +210,7 @@ func TestSlotCommitRoundTrips(t *testing.T) {
 // queued twice: the commit's check fails, the transaction runs again and
 // finds it marked.
 func TestSlotCommitMarkRace(t *testing.T) {
+	t.Parallel()
 	c, a := clusterStore(t, "race", nil)
 	db, err := storage.Open(t.TempDir(), storage.Options{})
 	if err != nil {
@@ -245,6 +249,7 @@ func TestSlotCommitMarkRace(t *testing.T) {
 // EnsureServerConfig through a Cluster client sets every master (CONFIG is
 // per node: through the client it would reach one).
 func TestEnsureServerConfigCluster(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cl := redistest.StartCluster(t, 3)
 	if changed, err := EnsureServerConfig(ctx, cl.Client(t)); err != nil || !changed {
@@ -263,6 +268,7 @@ func TestEnsureServerConfigCluster(t *testing.T) {
 // end of its lease) leaves the item in flight, its links seen and queued once: the
 // page's refetch finds them seen and queues nothing again (docs/SEAMS.md).
 func TestSlotCommitCrashBetweenSteps(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, st := clusterStore(t, "crash", nil)
 	hA, hB := twoPartitionHosts(c)
@@ -323,6 +329,7 @@ func TestSlotCommitCrashBetweenSteps(t *testing.T) {
 // time; when the second's check fails, the record the first took is put
 // back for fn's rerun.
 func TestSlotCommitPutBack(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, st := clusterStore(t, "pb", nil)
 	ev := c.evidenceKey("m")
@@ -361,6 +368,7 @@ func TestSlotCommitPutBack(t *testing.T) {
 // taken for a conflict, whose rerun would write the links into the lost
 // partition).
 func TestSlotCommitLostPartition(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c, st := clusterStore(t, "lost", nil)
 	ev := c.evidenceKey("m")

@@ -48,6 +48,7 @@ func items(urls ...string) []frontier.Item {
 }
 
 func TestItemRoundTrip(t *testing.T) {
+	t.Parallel()
 	it := frontier.Item{ID: 1 << 40, URL: "http://a.example/x?y=1", Depth: 3, Via: "http://b.example/", Hops: 2,
 		Tries: 1, FetchURL: "http://a.example/x;s=1", Verify: true, Sitemap: 2, Host: "a.example"}
 	got, err := DecodeItem(EncodeItem(&it), "a.example")
@@ -62,6 +63,7 @@ func TestItemRoundTrip(t *testing.T) {
 // Four workers queue overlapping link lists at once: each URL is queued
 // exactly once, under one id, and the seen-set answers with that id.
 func TestEnqueueOnceAcrossWorkers(t *testing.T) {
+	t.Parallel()
 	srv, c0 := open(t, Options{Partitions: 8, Capacity: 10_000}, redistest.Options{})
 	ctx := context.Background()
 	const n = 2000
@@ -179,6 +181,7 @@ func settleAt(pg *IndexPage, j float64) Settle {
 // fingerprint) are never both told "new": of every race exactly one page
 // is added, and the others name it.
 func TestCheckAndAddRace(t *testing.T) {
+	t.Parallel()
 	srv, _ := open(t, Options{Partitions: 4, Pages: 10_000}, redistest.Options{})
 	ctx := context.Background()
 	const workers, rounds = 6, 40
@@ -335,6 +338,7 @@ func waitUntil(t *testing.T, what string, check func() string) time.Duration {
 // made a pop stale when the heartbeat was descheduled) and the dead
 // worker's expired by the test (expireWorker), as their TTL would.
 func TestKilledWorkerLosesNothing(t *testing.T) {
+	t.Parallel()
 	srv, c := open(t, Options{Partitions: 4, Capacity: 1000}, redistest.Options{})
 	ctx := context.Background()
 	urls := []string{"http://a.example/1", "http://a.example/2", "http://b.example/1", "http://c.example/1"}
@@ -404,6 +408,7 @@ func TestKilledWorkerLosesNothing(t *testing.T) {
 // descheduled past it let the other worker take a partition that the
 // first still listed (held twice, as the two saw it).
 func TestNewWorkerTakesShare(t *testing.T) {
+	t.Parallel()
 	srv, c := open(t, Options{Partitions: 16, Capacity: 1000}, redistest.Options{})
 	ctx := context.Background()
 	o := MemberOptions{TTL: time.Minute, Heartbeat: 500 * time.Millisecond}
@@ -443,6 +448,7 @@ func TestNewWorkerTakesShare(t *testing.T) {
 // what must still hold when asked (w1's hold, w2's reservation) holds for
 // a minute, which only a hang outlasts.
 func TestIPClockAcrossWorkers(t *testing.T) {
+	t.Parallel()
 	srv, c1 := open(t, Options{}, redistest.Options{})
 	c2 := openOn(t, srv, Options{})
 	ctx := context.Background()
@@ -526,6 +532,7 @@ func TestIPClockAcrossWorkers(t *testing.T) {
 // heartbeat and taken again, dropped the entry before it was read) and
 // expired by the test when its holder dies.
 func TestRobotsOncePerLease(t *testing.T) {
+	t.Parallel()
 	srv, c := open(t, Options{Partitions: 2}, redistest.Options{})
 	ctx := context.Background()
 	o := MemberOptions{TTL: time.Minute}
@@ -568,6 +575,7 @@ func TestRobotsOncePerLease(t *testing.T) {
 // that says so, nothing of a refused batch is half-written, and after the
 // limit is raised the same batch goes through: every URL queued once.
 func TestOutOfMemoryLosesNothing(t *testing.T) {
+	t.Parallel()
 	_, c := open(t, Options{Partitions: 4, Capacity: 100_000}, redistest.Options{NoPersistence: true})
 	ctx := context.Background()
 	rdb := c.Client()
@@ -674,6 +682,7 @@ func splitLines(s string) []string {
 // append-only file), every write acknowledged before is there, the scripts
 // are loaded again, and the crawl goes on.
 func TestServerRestartLosesNothing(t *testing.T) {
+	t.Parallel()
 	srv, c := open(t, Options{Partitions: 4, Capacity: 1000}, redistest.Options{})
 	ctx := context.Background()
 	ids := c.NewIDs()
@@ -772,6 +781,7 @@ func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // pop, IP reserve, IP release, check-and-add (one more per round of new
 // candidates), and one pipeline with its links and the end of its lease.
 func TestRoundTripsPerPage(t *testing.T) {
+	t.Parallel()
 	srv, c := open(t, Options{Partitions: 2, Capacity: 10_000}, redistest.Options{})
 	ctx := context.Background()
 	if _, err := c.Enqueue(ctx, c.NewIDs(), items("http://a.example/")); err != nil {
@@ -825,6 +835,7 @@ func TestRoundTripsPerPage(t *testing.T) {
 // the index; Frontier.Commit; Finish): 5 round trips, whatever the number of
 // links.
 func TestRoundTripsPerPageFrontier(t *testing.T) {
+	t.Parallel()
 	srv, c := open(t, Options{Partitions: 2, Capacity: 10_000}, redistest.Options{})
 	ctx := context.Background()
 	if _, err := c.Enqueue(ctx, c.NewIDs(), items("http://a.example/")); err != nil {
@@ -878,6 +889,7 @@ func TestRoundTripsPerPageFrontier(t *testing.T) {
 // in flight and none of its links is marked; after Redis lost its scripts
 // (SCRIPT FLUSH, as a restart does) it loads them and goes through whole.
 func TestCommitAllOrNothing(t *testing.T) {
+	t.Parallel()
 	_, c := open(t, Options{Partitions: 2, Capacity: 1000}, redistest.Options{NoPersistence: true})
 	ctx := context.Background()
 	rdb := c.Client()
@@ -933,6 +945,7 @@ func TestCommitAllOrNothing(t *testing.T) {
 // skip records and evidence are written with them, all or nothing; a URL
 // queued without a mark is queued although seen; evidence is taken once.
 func TestBatchRecords(t *testing.T) {
+	t.Parallel()
 	srv, c := open(t, Options{Partitions: 4, Capacity: 1000}, redistest.Options{NoPersistence: true})
 	ctx := context.Background()
 	ids := c.NewIDs()
@@ -1028,6 +1041,7 @@ func TestBatchRecords(t *testing.T) {
 // (renewedAgo): a loaded machine made a lease of 1.2 s run out in Redis
 // before the test asked.
 func TestStalledWorkerStopsPopping(t *testing.T) {
+	t.Parallel()
 	srv, c := open(t, Options{Partitions: 4, Capacity: 1000}, redistest.Options{})
 	ctx := context.Background()
 	urls := []string{"http://a.example/1", "http://a.example/2", "http://a.example/3"}

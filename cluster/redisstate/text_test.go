@@ -213,6 +213,7 @@ func differing(t *testing.T, res []textPair) (differ, inBand, dups int) {
 // same pairs without the text service fall back to the sketch rule and
 // some are decided otherwise (what a shared crawl did before).
 func TestRemoteTextSettlesAsOneProcess(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	det, err := dedup.New(dedup.Options{Simhash: false})
 	if err != nil {
@@ -263,6 +264,7 @@ func TestRemoteTextSettlesAsOneProcess(t *testing.T) {
 // trip (the route script and the wait for the answer in one pipeline); its
 // latency on loopback is logged (median, p99).
 func TestRemoteTextRoundTrips(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	det, _ := dedup.New(dedup.Options{Simhash: false})
 	h := &roundTrips{}
@@ -302,6 +304,7 @@ func TestRemoteTextRoundTrips(t *testing.T) {
 // is a minute, which only a hang outlasts; the killed keeper's alive key
 // lives until the test makes it expire.
 func TestRemoteTextKeeperGone(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	det, _ := dedup.New(dedup.Options{Simhash: false})
 	ctx := context.Background()
@@ -400,6 +403,7 @@ func TestRemoteTextKeeperGone(t *testing.T) {
 // title_tokens reads the candidate's title); a text over the cap is not
 // sent.
 func TestRemotePageAndCap(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	det, _ := dedup.New(dedup.Options{Simhash: false})
 	ctx := context.Background()
@@ -432,6 +436,7 @@ func TestRemotePageAndCap(t *testing.T) {
 // A worker restarted on its data dir answers for its pages again: the
 // keeper id is the data dir's (kept in its meta), not the process's.
 func TestRemoteTextKeeperRestarts(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	det, _ := dedup.New(dedup.Options{Simhash: false})
 	ctx := context.Background()
@@ -514,6 +519,7 @@ func textWorkersB(b *testing.B, srv *redistest.Server, name string, det *dedup.D
 // A page this worker keeps and lacks the text of is missing at once: it is
 // not asked of itself through Redis.
 func TestRemoteTextOwnPageMissing(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	det, _ := dedup.New(dedup.Options{Simhash: false})
 	ws := textWorkers(t, srv, "own", 1, det, nil, true)
@@ -537,6 +543,7 @@ func TestRemoteTextOwnPageMissing(t *testing.T) {
 // not dropped: the asking worker falls back at once instead of waiting its
 // whole timeout.
 func TestRemoteTextAnsweredWhileStopping(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	det, _ := dedup.New(dedup.Options{Simhash: false})
 	keeper := textWorkers(t, srv, "stopping", 1, det, nil, true)[0]
@@ -582,6 +589,7 @@ func patientWorker(t *testing.T, srv *redistest.Server, name string) *textWorker
 // (here closed; a transient Badger error alike) is an error, not a new id
 // that would orphan the texts kept under the old one.
 func TestKeeperIDNotReplacedOnReadError(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	c, err := Open(context.Background(), srv.Client(t), "kid", Options{Partitions: 4})
 	if err != nil {
@@ -665,6 +673,7 @@ var slowTexts = map[uint64]string{1: "text one", 2: "text two", 3: "text three"}
 // as its renewals would keep it (a test stalled past its 3 s TTL would
 // otherwise see the keeper gone).
 func TestRemoteTextKeeperSlowOnce(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	ctx := context.Background()
 	req := patientWorker(t, srv, "slow").st
@@ -759,6 +768,7 @@ func TestRemoteTextKeeperSlowOnce(t *testing.T) {
 // that settlements of the worker's pages by others fall back), and nothing
 // when it served.
 func TestServeReturnsWhyNotStarted(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	_, st := storeOn(t, srv, "serve", nil)
 	srv.Stop()
@@ -792,6 +802,7 @@ func TestServeReturnsWhyNotStarted(t *testing.T) {
 // answered (under a 1 min timeout, from a client without read timeout),
 // and no pop of the keeper failed.
 func TestKeeperShortReadTimeout(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, redistest.Options{NoPersistence: true})
 	ctx := context.Background()
 	asker := patientWorker(t, srv, "rt").st

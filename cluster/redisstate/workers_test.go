@@ -20,6 +20,7 @@ import (
 // live ones as live, one that left as left with its last counters, and one
 // that stopped heartbeating (killed) as dead once its heartbeat expired.
 func TestWorkerRegistry(t *testing.T) {
+	t.Parallel()
 	srv, c := open(t, Options{Partitions: 16, Capacity: 1000}, redistest.Options{})
 	ctx := context.Background()
 	var urls []string
@@ -105,6 +106,7 @@ func TestWorkerRegistry(t *testing.T) {
 // TestWorkerRecordBounded: a worker holding many scattered partitions
 // writes a bounded record.
 func TestWorkerRecordBounded(t *testing.T) {
+	t.Parallel()
 	var ps []int
 	for p := 0; p < 16384; p += 2 {
 		ps = append(ps, p)
@@ -139,6 +141,7 @@ func TestWorkerRecordBounded(t *testing.T) {
 // refused, and waits for the paused heartbeats to move each worker's
 // expiry (a heartbeat's time plus the TTL) and each lease's past them.
 func TestPausedWorkerShownPaused(t *testing.T) {
+	t.Parallel()
 	srv, c := open(t, Options{Partitions: 8, Capacity: 1000}, redistest.Options{NoPersistence: true})
 	ctx := context.Background()
 	if _, err := c.Enqueue(ctx, c.NewIDs(), items("http://h.example/1", "http://h.example/2")); err != nil {
